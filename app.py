@@ -1,0 +1,27 @@
+"""specdec-lab entry point: page config, navigation, and the shared sidebar. Nothing else."""
+
+import streamlit as st
+
+from ui.theme import register_template
+
+st.set_page_config(page_title="specdec-lab", page_icon=":material/fast_forward:", layout="wide")
+register_template()
+
+PAGES = [
+    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
+    st.Page("pages/algebra.py", title="Algebra", icon=":material/functions:", url_path="algebra"),
+    st.Page("pages/roofline.py", title="Roofline", icon=":material/speed:", url_path="roofline"),
+    st.Page("pages/proof.py", title="Proof", icon=":material/verified:", url_path="proof"),
+    st.Page("pages/live.py", title="Live decoding", icon=":material/play_circle:", url_path="live"),
+    st.Page("pages/interview.py", title="Interview prep", icon=":material/record_voice_over:", url_path="interview"),
+]
+
+page = st.navigation(PAGES)
+
+with st.sidebar:
+    st.caption(
+        "specdec-lab teaches speculative decoding: the algebra, the roofline, the proof, and a real "
+        "draft/target pair decoding live. Every number on screen is computed, not typed in."
+    )
+
+page.run()

@@ -1,0 +1,67 @@
+"""Home: the idea in one paragraph, the 30-second answer, and the headline numbers computed live."""
+
+import streamlit as st
+
+from specdec_core.algebra import expected_tokens, speedup
+
+# The seed document's worked case.
+ALPHA, GAMMA, C, V = 0.7, 3, 0.1, 1.0
+
+
+@st.cache_data
+def headline() -> dict[str, float]:
+    """The four headline numbers, from specdec_core."""
+    return {
+        "tokens": float(expected_tokens(ALPHA, GAMMA)),
+        "speedup": float(speedup(ALPHA, GAMMA, C, V)),
+        "worst": float(speedup(0.0, GAMMA, C, V)),
+        "ceiling": float(speedup(1.0, GAMMA, C, V)),
+    }
+
+
+def render() -> None:
+    st.title("specdec-lab: speculative decoding, taken apart")
+    st.markdown(
+        "A large model decoding one token at a time spends most of each step reading its weights from "
+        "memory, while its arithmetic units sit mostly idle. **Speculative decoding** puts that idle "
+        "compute to work: a small, cheap *draft* model guesses the next few tokens, and the large "
+        "*target* model checks all of the guesses in a single forward pass. A guess is kept with "
+        "probability $\\min(1, p/q)$; at the first refusal the target supplies a replacement drawn "
+        "from the leftover mass $(p-q)_+$, and when every guess survives it adds one more token of "
+        "its own. The text that comes out has exactly the target's distribution, only sooner."
+    )
+
+    n = headline()
+    st.subheader(f"The seed's worked case: alpha = {ALPHA}, gamma = {GAMMA}, c = {C}, v = {V:g}")
+    cols = st.columns(4)
+    cols[0].metric("Tokens per target pass", f"{n['tokens']:.2f}")
+    cols[1].metric("Speedup", f"{n['speedup']:.2f}x")
+    cols[2].metric("As alpha -> 0", f"{n['worst']:.2f}x", help="Every draft token refused: a slowdown.")
+    cols[3].metric("As alpha -> 1", f"{n['ceiling']:.2f}x", help="Every draft token kept: the gamma + 1 ceiling.")
+    st.latex(
+        r"\mathbb{E}[N] = \frac{1-\alpha^{\gamma+1}}{1-\alpha}"
+        rf" = \frac{{1-{ALPHA}^{{{GAMMA + 1}}}}}{{1-{ALPHA}}} = {n['tokens']:.3f},\qquad"
+        r"\text{speedup} = \frac{\mathbb{E}[N]}{\gamma c + v}"
+        rf" = \frac{{{n['tokens']:.3f}}}{{{GAMMA}\times{C}+{V:g}}} = {n['speedup']:.2f}\times"
+    )
+
+    st.subheader("The 30-second answer")
+    st.info(
+        "\u201cA cheap draft model proposes a few tokens, and the big model scores all of them in one "
+        "pass, which costs about the same as a single normal step because small-batch decoding is "
+        "memory-bound. On average you get one plus the sum of the probabilities that each prefix "
+        "survives; divide that by the drafting and verification cost to see whether it pays. Keeping "
+        "a guess with probability min(1, p/q) and resampling rejections from (p minus q)-plus makes "
+        "the output exactly the big model's distribution. Good acceptance helps, but if drafting or "
+        "verification gets expensive, for example at large batch, speculation turns into a slowdown.\u201d"
+    )
+
+    st.subheader("Explore")
+    st.page_link("pages/algebra.py", label="Algebra: alpha, gamma, c, v and the speedup", icon=":material/functions:")
+    st.page_link("pages/roofline.py", label="Roofline: why batch 1 leaves compute idle", icon=":material/speed:")
+    st.page_link("pages/proof.py", label="Proof: the emitted law is exactly p", icon=":material/verified:")
+    st.page_link("pages/live.py", label="Live decoding: a real draft and target", icon=":material/play_circle:")
+    st.page_link("pages/interview.py", label="Interview prep: drills and the 30-second answer", icon=":material/record_voice_over:")
+
+
+render()

@@ -1,0 +1,1 @@
+"""specdec_core: the numbers behind every figure and readout. Pure numpy: no streamlit, no torch."""

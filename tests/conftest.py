@@ -1,0 +1,128 @@
+"""Shared fixtures: AppTest factory, and one real Streamlit server + headless Chromium per session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+# ---------------------------------------------------------------- AppTest ----
+@pytest.fixture
+def app_test():
+    """Factory: app_test("pages/algebra.py", alpha="0.8") -> an AppTest that has run that page."""
+    from streamlit.testing.v1 import AppTest
+
+    def make(page: str | None = None, timeout: float = 60, **query: str) -> AppTest:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+        for k, v in query.items():
+            at.query_params[k] = v
+        at.run()
+        if page is not None:
+            at.switch_page(page).run()
+        return at
+
+    return make
+
+
+# ---------------------------------------------------------------- browser ----
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _chromium_path() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.fixture(scope="session")
+def streamlit_url() -> Iterator[str]:
+    """Start `streamlit run app.py` on a free loopback port; yield its URL; stop it afterwards."""
+    port = _free_port()
+    log = open(ROOT / "artifacts" / "streamlit-server.log", "w") if _ensure_artifacts() else None
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {proc.returncode}; see artifacts/streamlit-server.log")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().decode().strip() == "ok":
+                    break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.terminate()
+        raise RuntimeError("streamlit did not answer /_stcore/health within 90 s")
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if log:
+            log.close()
+
+
+def _ensure_artifacts() -> bool:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return True
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Debian Chromium driven by Playwright; skips with a clear message where it is missing."""
+    exe = _chromium_path()
+    if exe is None:
+        pytest.skip("chromium is not installed: run `make test` as root, or `sudo apt-get install -y chromium`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(
+            executable_path=exe,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"],
+        )
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser, streamlit_url):
+    """A fresh browser page (1400x1000) per test; closes afterwards."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    try:
+        yield pg
+    finally:
+        context.close()

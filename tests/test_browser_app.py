@@ -1,0 +1,26 @@
+"""Real-browser test: the home page shows its headline numbers and every page renders without error."""
+
+import pytest
+
+from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
+
+pytestmark = pytest.mark.browser
+
+NAV_PAGES = ["Home", "Algebra", "Roofline", "Proof", "Live decoding", "Interview prep"]
+
+
+def test_home_headline_and_every_page(page, streamlit_url):
+    open_page(page, streamlit_url)
+    metrics = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
+    assert metrics[:4] == ["2.53", "1.95x", "0.77x", "3.08x"], metrics
+    assert_no_error(page)
+    screenshot(page, "home")
+
+    nav = page.locator('[data-testid="stSidebarNav"]')
+    for title in NAV_PAGES[1:]:
+        nav.get_by_text(title, exact=True).click()
+        page.wait_for_timeout(300)
+        wait_for_app(page)
+        assert page.locator("h1").first.is_visible(), f"{title}: no title rendered"
+        assert_no_error(page)
+        screenshot(page, title.lower().replace(" ", "-"))

@@ -1,0 +1,1 @@
+"""Streamlit-side helpers shared by the pages: theme, bound controls, layout. No maths here."""

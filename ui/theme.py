@@ -1,0 +1,64 @@
+"""The one Plotly template of the app, and the fixed, colour-blind-safe meaning of colours.
+
+Colours are from the Okabe-Ito palette. Token kinds also carry a non-colour cue, so the meaning
+survives greyscale printing and colour blindness.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+TEMPLATE_NAME = "specdec"
+
+# Okabe-Ito: safe under the common colour-vision deficiencies.
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+# Token kinds, app-wide: colour + a cue that does not rely on colour.
+KIND_STYLE: dict[str, dict[str, str]] = {
+    "accepted": {"colour": "#009E73", "cue": "underline", "marker": "circle", "label": "accepted draft token"},
+    "rejected": {"colour": "#D55E00", "cue": "line-through", "marker": "x", "label": "rejected draft token"},
+    "correction": {"colour": "#0072B2", "cue": "overline", "marker": "diamond", "label": "target correction"},
+    "bonus": {"colour": "#CC79A7", "cue": "double-underline", "marker": "star", "label": "bonus token"},
+}
+
+# Roles used across figures so that the same thing has the same colour on every page.
+ROLE_COLOUR: dict[str, str] = {
+    "target": "#0072B2",     # p
+    "draft": "#E69F00",      # q
+    "accepted": "#009E73",   # min(p, q), accepted mass
+    "residual": "#CC79A7",   # (p - q)+, resampled mass
+    "predicted": "#000000",
+    "measured": "#D55E00",
+    "threshold": "#56B4E9",
+}
+
+
+def _build_template() -> go.layout.Template:
+    """A light, large-font template: readable on a laptop and on a classroom projector."""
+    t = go.layout.Template(pio.templates["plotly_white"])
+    t.layout.colorway = OKABE_ITO
+    t.layout.font = dict(family="Inter, Helvetica, Arial, sans-serif", size=14, color="#222222")
+    t.layout.title = dict(font=dict(size=17), x=0.0, xanchor="left")
+    t.layout.margin = dict(l=60, r=20, t=60, b=50)
+    t.layout.legend = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1.0)
+    t.layout.hovermode = "x unified"
+    t.layout.xaxis = dict(showgrid=True, gridcolor="#E5E5E5", zeroline=False, ticks="outside")
+    t.layout.yaxis = dict(showgrid=True, gridcolor="#E5E5E5", zeroline=False, ticks="outside")
+    return t
+
+
+def register_template() -> str:
+    """Register the app template and make it Plotly's default; returns its name. Idempotent."""
+    if TEMPLATE_NAME not in pio.templates:
+        pio.templates[TEMPLATE_NAME] = _build_template()
+    pio.templates.default = TEMPLATE_NAME
+    return TEMPLATE_NAME
+
+
+def new_figure(title: str | None = None, **layout) -> go.Figure:
+    """An empty figure on the app template, with an optional title and layout overrides."""
+    register_template()
+    fig = go.Figure()
+    fig.update_layout(template=TEMPLATE_NAME, title=title, **layout)
+    return fig
