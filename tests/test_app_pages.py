@@ -1,0 +1,42 @@
+"""AppTest: the entry point navigates to every page, and each renders with no exception."""
+
+import pytest
+
+PAGES = ["pages/home.py", "pages/algebra.py", "pages/roofline.py", "pages/proof.py",
+         "pages/live.py", "pages/interview.py"]
+
+
+def test_navigation_lists_all_six_pages():
+    import ast
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[1] / "app.py").read_text()
+    listed = {n.value for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Constant) and str(n.value).startswith("pages/")}
+    assert listed == set(PAGES)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_without_exception(app_test, page):
+    at = app_test(page)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title, f"{page} shows no title"
+
+
+def test_home_headline_numbers_come_from_core(app_test):
+    from specdec_core.algebra import expected_tokens, speedup
+
+    at = app_test()
+    values = [m.value for m in at.metric][:4]
+    assert values == [
+        f"{expected_tokens(0.7, 3):.2f}",
+        f"{speedup(0.7, 3, 0.1):.2f}x",
+        f"{speedup(0.0, 3, 0.1):.2f}x",
+        f"{speedup(1.0, 3, 0.1):.2f}x",
+    ]
+    assert values == ["2.53", "1.95x", "0.77x", "3.08x"]  # the seed's numbers
+
+
+def test_home_links_every_page(app_test):
+    at = app_test()
+    links = {pl.proto.page for pl in at.get("page_link")}
+    assert len(links) == 5, links
