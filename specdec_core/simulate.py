@@ -8,6 +8,40 @@ from numpy.typing import ArrayLike, NDArray
 from specdec_core.validate import check_alphas
 
 MAX_STEPS = 10_000_000
+_TWO32 = 2**32
+_CHUNK_CELLS = 8_000_000   # uniforms held at once (32 MB of uint32)
+
+
+def acceptance_thresholds(alphas: ArrayLike) -> NDArray[np.int64]:
+    """t_j = round(alpha_j 2^32): a uniform 32-bit u is accepted iff u < t_j, so P = t_j / 2^32 (|error| <= 2^-33)."""
+    a = check_alphas(alphas)
+    return np.rint(a * _TWO32).astype(np.int64)
+
+
+def _uniform_u32(rng: np.random.Generator, shape: tuple[int, int]) -> NDArray[np.uint32]:
+    """Independent uniform integers in [0, 2^32), two per raw 64-bit draw of the generator."""
+    size = shape[0] * shape[1]
+    raw = rng.bit_generator.random_raw((size + 1) // 2)        # uint64
+    return raw.view(np.uint32)[:size].reshape(shape)
+
+
+def _accepted_prefix_lengths(thresholds: NDArray[np.int64], n: int, rng: np.random.Generator) -> NDArray[np.int32]:
+    """Length of the accepted prefix in n steps: position j survives iff every draw i <= j was accepted."""
+    g = thresholds.size
+    u = _uniform_u32(rng, (g, n))                              # (gamma, n), one draw per position and step
+    alive = np.ones(n, dtype=bool)                             # (n,) every earlier draft token accepted
+    accepted = np.empty(n, dtype=bool)
+    length = np.zeros(n, dtype=np.int32)                       # (n,)
+    for j, t in enumerate(thresholds):                         # loop over positions, never over steps
+        if t >= _TWO32:
+            pass                                               # alpha_j = 1: always accepted
+        elif t <= 0:
+            alive[:] = False                                   # alpha_j = 0: always rejected
+        else:
+            np.less(u[j], np.uint32(t), out=accepted)
+            alive &= accepted
+        length += alive
+    return length
 
 
 def simulate_tokens_per_step(
@@ -15,23 +49,23 @@ def simulate_tokens_per_step(
 ) -> NDArray[np.int64]:
     """Tokens emitted in each of n_steps steps: 1 + (length of the accepted prefix of Bernoulli(alpha_j) draws).
 
-    Position j is accepted when its uniform draw is below alpha_j; the step emits the accepted prefix
-    plus one target token (the correction, or the bonus when all gamma drafts are accepted).
+    Position j is accepted when its uniform draw falls below alpha_j (a 32-bit integer comparison, so
+    the simulated rate is alpha_j to within 2^-33); the step emits the accepted prefix plus one target
+    token (the correction, or the bonus when all gamma drafts are accepted).
     """
-    a = check_alphas(alphas)
-    if not isinstance(n_steps, (int, np.integer)) or not 1 <= n_steps <= MAX_STEPS:
+    t = acceptance_thresholds(alphas)
+    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or not 1 <= n_steps <= MAX_STEPS:
         raise ValueError(f"n_steps must be an integer in [1, {MAX_STEPS:,}]; got {n_steps!r}")
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise ValueError(f"chunk must be an integer >= 1; got {chunk!r}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    out = np.empty(n_steps, dtype=np.int64)
-    for start in range(0, n_steps, chunk):
-        n = min(chunk, n_steps - start)
-        if a.size == 0:
-            out[start:start + n] = 1
-            continue
-        accepted = rng.random((n, a.size), dtype=np.float64) < a           # (n, gamma)
-        # length of the all-True prefix = index of the first False (gamma if none)
-        first_reject = np.where(accepted.all(axis=1), a.size, np.argmin(accepted, axis=1))
-        out[start:start + n] = first_reject + 1
+    out = np.ones(n_steps, dtype=np.int64)
+    if t.size == 0:
+        return out                                             # gamma = 0: the target token only
+    step = max(1, min(int(chunk), _CHUNK_CELLS // t.size))
+    for start in range(0, n_steps, step):
+        n = min(step, n_steps - start)
+        out[start:start + n] += _accepted_prefix_lengths(t, n, rng)
     return out
 
 
