@@ -37,3 +37,22 @@ def assert_no_error(pg) -> None:
     """No Streamlit exception or error element is on the page."""
     assert pg.locator('[data-testid="stException"]').count() == 0, "an exception is shown"
     assert pg.locator('[data-testid="stAlertContentError"]').count() == 0, "an error message is shown"
+
+
+def nudge_slider(pg, key: str, presses: int = 1) -> None:
+    """Move the slider with widget key `key` by `presses` keyboard steps (negative: left); waits for the rerun."""
+    thumb = pg.locator(f'.st-key-{key} input[type="range"]')
+    thumb.focus()
+    for _ in range(abs(presses)):
+        pg.keyboard.press("ArrowRight" if presses > 0 else "ArrowLeft")
+    pg.wait_for_timeout(400)
+    wait_for_app(pg)
+
+
+def type_number(pg, key: str, value: str) -> None:
+    """Type `value` into the number box with widget key `key` and press Enter; waits for the rerun."""
+    box = pg.locator(f'.st-key-{key} input')
+    box.fill(value)
+    box.press("Enter")
+    pg.wait_for_timeout(400)
+    wait_for_app(pg)

@@ -55,8 +55,11 @@ def slider_input(
 
     col_slider, col_box = st.columns([3, 1], vertical_alignment="bottom")
     with col_box:
+        # Pass the default only on first creation: afterwards the slider's callback owns the state,
+        # and Streamlit warns when a widget gets both a default and a Session State value.
+        initial = {} if key in st.session_state else {"value": default}
         value = st.number_input(
-            label, min_value=min_value, max_value=max_value, value=default, step=step,
+            label, min_value=min_value, max_value=max_value, step=step, **initial,
             format=fmt, key=key, bind="query-params", label_visibility="collapsed",
             help=f"Type an exact value from {min_value} to {max_value}.",
         )
