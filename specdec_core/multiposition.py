@@ -1,0 +1,77 @@
+"""Two positions: the accept/resample rule applied position by position keeps the target's joint law.
+
+Target and draft are first-order Markov chains over V tokens: p1(x1), P2(x2 | x1) and q1, Q2. One
+speculative round drafts x1 ~ q1, x2 ~ Q2(. | x1) and verifies left to right. The joint law of the
+first two emitted tokens is enumerated path by path, independently of ``emitted_distribution``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from numpy.typing import NDArray
+
+from specdec_core.rejection import check_pair
+
+
+def markov_example(v: int = 3, seed: int = 0, conc: float = 1.0) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+    """(p1, P2, q1, Q2): target start law and transition rows, and a draft whose rows are Dir(conc) draws."""
+    if not 2 <= v <= 6:
+        raise ValueError(f"the two-position example takes a vocabulary of 2 to 6 tokens; got {v!r}")
+    rng = np.random.default_rng(seed)
+    p1, q1 = rng.dirichlet(np.ones(v)), rng.dirichlet(np.full(v, conc))
+    P2 = rng.dirichlet(np.ones(v), size=v)                 # (V, V): row x1 is p(. | x1)
+    Q2 = rng.dirichlet(np.full(v, conc), size=v)           # (V, V): row x1 is q(. | x1)
+    return p1, P2, q1, Q2
+
+
+def _keep(p: float, q: float) -> float:
+    """min(1, p/q) for a proposed token (q > 0)."""
+    return min(1.0, p / q)
+
+
+def _residual(p: NDArray, q: NDArray) -> NDArray:
+    """(p - q)+ normalised (p itself when empty: then it is never drawn)."""
+    r = np.maximum(p - q, 0.0)
+    return r / r.sum() if r.sum() > 0 else p
+
+
+def _first_token_next_round(P2: NDArray, Q2: NDArray, prefix: int) -> NDArray:
+    """Law of the first token a fresh round emits after `prefix`: enumerate z ~ Q2[prefix], keep or resample."""
+    p, q = P2[prefix], Q2[prefix]
+    out = np.zeros(p.size)
+    r = _residual(p, q)
+    for z in np.flatnonzero(q > 0):
+        keep = _keep(p[z], q[z])
+        out[z] += q[z] * keep
+        out += q[z] * (1.0 - keep) * r
+    return out
+
+
+def joint_emitted_two_positions(p1: NDArray, P2: NDArray, q1: NDArray, Q2: NDArray) -> NDArray:
+    """J[t1, t2] = P(first two emitted tokens = t1, t2) by enumerating every draft and accept/reject path."""
+    check_pair(p1, q1)
+    check_pair(P2, Q2)
+    v = p1.size
+    joint = np.zeros((v, v))                               # (V, V)
+    r1 = _residual(p1, q1)
+    for x1, x2 in itertools.product(range(v), range(v)):
+        draft = q1[x1] * Q2[x1, x2]                        # P(draft proposes x1, x2)
+        if draft == 0.0:
+            continue
+        keep1 = _keep(p1[x1], q1[x1])
+        keep2 = _keep(P2[x1, x2], Q2[x1, x2])
+        # both kept: emit x1, x2 (a bonus token follows, beyond the two we track)
+        joint[x1, x2] += draft * keep1 * keep2
+        # x1 kept, x2 rejected: emit x1, then a correction from (P2[x1] - Q2[x1])+
+        joint[x1, :] += draft * keep1 * (1.0 - keep2) * _residual(P2[x1], Q2[x1])
+        # x1 rejected: emit y ~ r1; the round ends and the next round supplies the second token
+        for y in np.flatnonzero(r1 > 0):
+            joint[y, :] += draft * (1.0 - keep1) * r1[y] * _first_token_next_round(P2, Q2, y)
+    return joint
+
+
+def target_joint(p1: NDArray, P2: NDArray) -> NDArray:
+    """p(t1, t2) = p1(t1) P2(t2 | t1)."""
+    return p1[:, None] * P2
