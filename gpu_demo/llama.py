@@ -1,0 +1,277 @@
+"""A Llama-style decoder (SmolLM2's shape) with a preallocated KV cache that rolls back in O(1).
+
+RMSNorm, rotary position embedding in GGUF's q/k layout (adjacent pairs (2i, 2i+1) rotate together,
+which is what llama.cpp's converter produces by permuting Hugging Face's half-split rows),
+grouped-query attention, a SwiGLU feed-forward and an output head tied to the token embedding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    """Shape of a Llama-style decoder; the defaults are SmolLM2-135M's."""
+
+    vocab_size: int = 49152
+    dim: int = 576
+    n_layers: int = 30
+    n_heads: int = 9
+    n_kv_heads: int = 3
+    hidden_dim: int = 1536
+    norm_eps: float = 1e-5
+    rope_base: float = 100000.0
+    max_seq_len: int = 8192  # the model's trained context
+    tie_embeddings: bool = True
+
+    @property
+    def head_dim(self) -> int:
+        """dim / n_heads."""
+        return self.dim // self.n_heads
+
+    def to_dict(self) -> dict:
+        """Plain dict (JSON-serialisable)."""
+        return asdict(self)
+
+    def __post_init__(self) -> None:
+        if self.dim % self.n_heads or self.n_heads % self.n_kv_heads or self.head_dim % 2:
+            raise ValueError(
+                "dim must be divisible by n_heads, n_heads by n_kv_heads, and head_dim must be even; "
+                f"got dim={self.dim}, n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}"
+            )
+
+
+class RMSNorm(nn.Module):
+    """y = x / sqrt(mean(x^2) + eps) * w, computed in float32."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        y = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (y * self.weight.float()).to(x.dtype)
+
+
+def rope_tables(head_dim: int, length: int, base: float, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin of angle t * base^(-2i/d) for t < length, i < d/2; each (length, d/2), float32."""
+    inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64, device=device) / head_dim)
+    angles = torch.arange(length, dtype=torch.float64, device=device)[:, None] * inv_freq[None, :]
+    return torch.cos(angles).float(), torch.sin(angles).float()
+
+
+def apply_rope_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate adjacent pairs: (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos). x (B, H, T, D); cos (T, D/2)."""
+    B, H, T, D = x.shape
+    xp = x.float().reshape(B, H, T, D // 2, 2)  # (B, H, T, D/2, 2)
+    x0, x1 = xp[..., 0], xp[..., 1]  # (B, H, T, D/2)
+    y0 = x0 * cos - x1 * sin
+    y1 = x0 * sin + x1 * cos
+    return torch.stack((y0, y1), dim=-1).reshape(B, H, T, D).to(x.dtype)
+
+
+def verify_mask(start: int, t: int, device) -> torch.Tensor:
+    """Boolean (t, start + t): query i (at position start + i) may attend to key j iff j <= start + i."""
+    q_pos = torch.arange(start, start + t, device=device)[:, None]  # (t, 1)
+    k_pos = torch.arange(start + t, device=device)[None, :]  # (1, start + t)
+    return k_pos <= q_pos
+
+
+class Attention(nn.Module):
+    """Grouped-query attention that writes its keys and values into a shared preallocated cache."""
+
+    def __init__(self, cfg: LlamaConfig) -> None:
+        super().__init__()
+        hd = cfg.head_dim
+        self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, hd
+        self.wq = nn.Linear(cfg.dim, cfg.n_heads * hd, bias=False)
+        self.wk = nn.Linear(cfg.dim, cfg.n_kv_heads * hd, bias=False)
+        self.wv = nn.Linear(cfg.dim, cfg.n_kv_heads * hd, bias=False)
+        self.wo = nn.Linear(cfg.n_heads * hd, cfg.dim, bias=False)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        cache_k: torch.Tensor,
+        cache_v: torch.Tensor,
+        start: int,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        mask: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """x (B, T, C) at positions start..start+T-1 -> (B, T, C); fills cache[:, :, start:start+T]."""
+        B, T, _ = x.shape
+        q = self.wq(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, nh, T, hd)
+        k = self.wk(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, nkv, T, hd)
+        v = self.wv(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, nkv, T, hd)
+        q, k = apply_rope_pairs(q, cos, sin), apply_rope_pairs(k, cos, sin)
+        cache_k[:B, :, start : start + T] = k
+        cache_v[:B, :, start : start + T] = v
+        keys = cache_k[:B, :, : start + T]  # (B, nkv, S, hd)
+        values = cache_v[:B, :, : start + T]  # (B, nkv, S, hd)
+        y = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)  # (B, nh, T, hd)
+        return self.wo(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
+
+
+class FeedForward(nn.Module):
+    """SwiGLU: w2(silu(w1 x) * w3 x)."""
+
+    def __init__(self, cfg: LlamaConfig) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(cfg.dim, cfg.hidden_dim, bias=False)  # gate
+        self.w3 = nn.Linear(cfg.dim, cfg.hidden_dim, bias=False)  # up
+        self.w2 = nn.Linear(cfg.hidden_dim, cfg.dim, bias=False)  # down
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class Block(nn.Module):
+    """Pre-norm residual block: x + attn(norm(x)), then + ffn(norm(x))."""
+
+    def __init__(self, cfg: LlamaConfig) -> None:
+        super().__init__()
+        self.attention_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.attention = Attention(cfg)
+        self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.feed_forward = FeedForward(cfg)
+
+    def forward(self, x, cache_k, cache_v, start, cos, sin, mask) -> torch.Tensor:
+        x = x + self.attention(self.attention_norm(x), cache_k, cache_v, start, cos, sin, mask)
+        return x + self.feed_forward(self.ffn_norm(x))
+
+
+class Llama(nn.Module):
+    """Decoder-only Llama with a static KV cache (implements gpu_demo.models.DecoderLM).
+
+    forward over T new tokens returns logits for all T; the cache holds `cache_len` committed
+    positions out of `max_seq_len` preallocated, and `rollback(n)` keeps the first n in O(1)
+    (later positions are simply overwritten by the next forward).
+    """
+
+    def __init__(self, cfg: LlamaConfig, max_len: int = 2048) -> None:
+        super().__init__()
+        if not 1 <= max_len <= cfg.max_seq_len:
+            raise ValueError(f"max_len must be in [1, {cfg.max_seq_len}]; got {max_len}")
+        self.cfg = cfg
+        self.vocab_size = cfg.vocab_size
+        self.max_seq_len = max_len  # cache capacity (the trained context is cfg.max_seq_len)
+        self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
+        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.output = None if cfg.tie_embeddings else nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
+        self._len = 0
+        self._batch = 0
+        self._cache: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._cos = self._sin = None
+
+    # ------------------------------------------------------------------ properties --
+    @property
+    def device(self) -> torch.device:
+        """Device of the weights (the cache follows it)."""
+        return self.tok_embeddings.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """Weight dtype (the cache uses it too)."""
+        return self.tok_embeddings.weight.dtype
+
+    @property
+    def cache_len(self) -> int:
+        """Positions held in the KV cache."""
+        return self._len
+
+    def num_params(self) -> int:
+        """Number of parameters (tied weights counted once)."""
+        return sum(p.numel() for p in self.parameters())
+
+    # ----------------------------------------------------------------------- cache --
+    def reset(self, batch_size: int = 1) -> None:
+        """Empty the cache; (re)allocate (B, n_kv, max_seq_len, hd) K and V per layer when B, device or dtype change."""
+        w = self.tok_embeddings.weight
+        need = (
+            not self._cache or self._batch != batch_size
+            or self._cache[0][0].device != w.device or self._cache[0][0].dtype != w.dtype
+        )
+        if need:
+            shape = (batch_size, self.cfg.n_kv_heads, self.max_seq_len, self.cfg.head_dim)
+            self._cache = [
+                (torch.zeros(shape, device=w.device, dtype=w.dtype), torch.zeros(shape, device=w.device, dtype=w.dtype))
+                for _ in range(self.cfg.n_layers)
+            ]
+            self._cos, self._sin = rope_tables(self.cfg.head_dim, self.max_seq_len, self.cfg.rope_base, w.device)
+            self._batch = batch_size
+        self._len = 0
+
+    def rollback(self, n: int) -> None:
+        """Keep the first n cached positions (0 <= n <= cache_len), O(1)."""
+        if not 0 <= n <= self._len:
+            raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
+        self._len = n
+
+    # --------------------------------------------------------------------- forward --
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """Final norm and output projection (tied to the embedding by default): (B, T, C) -> (B, T, V) float32."""
+        h = self.norm(h)
+        w = self.tok_embeddings.weight if self.output is None else self.output.weight
+        return F.linear(h, w).float()
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        """idx (B, T) at positions cache_len..cache_len+T-1 -> logits (B, T, V) float32; appends T to the cache."""
+        B, T = idx.shape
+        start = self._len
+        if not self._cache or B != self._batch:
+            if start:
+                raise ValueError("batch size changed with a non-empty cache; call reset() first")
+            self.reset(B)
+        if start + T > self.max_seq_len:
+            raise ValueError(
+                f"sequence would reach {start + T} positions; this model's cache holds {self.max_seq_len}"
+            )
+        cos, sin = self._cos[start : start + T], self._sin[start : start + T]  # (T, hd/2)
+        mask = None if T == 1 else verify_mask(start, T, idx.device)  # (T, start+T)
+        x = self.tok_embeddings(idx)  # (B, T, C)
+        for layer, (ck, cv) in zip(self.layers, self._cache):
+            x = layer(x, ck, cv, start, cos, sin, mask)
+        self._len = start + T
+        return self.head(x)
+
+    def forward_train(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Cache-free causal forward (for training): tokens (B, T) at positions 0..T-1 -> logits (B, T, V)."""
+        B, T = tokens.shape
+        cos, sin = rope_tables(self.cfg.head_dim, T, self.cfg.rope_base, tokens.device)
+        x = self.tok_embeddings(tokens)  # (B, T, C)
+        for layer in self.layers:
+            a, h = layer.attention, layer.attention_norm(x)
+            q = a.wq(h).view(B, T, a.n_heads, a.head_dim).transpose(1, 2)  # (B, nh, T, hd)
+            k = a.wk(h).view(B, T, a.n_kv_heads, a.head_dim).transpose(1, 2)  # (B, nkv, T, hd)
+            v = a.wv(h).view(B, T, a.n_kv_heads, a.head_dim).transpose(1, 2)  # (B, nkv, T, hd)
+            q, k = apply_rope_pairs(q, cos, sin), apply_rope_pairs(k, cos, sin)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)  # (B, nh, T, hd)
+            x = x + a.wo(y.transpose(1, 2).reshape(B, T, a.n_heads * a.head_dim))
+            x = x + layer.feed_forward(layer.ffn_norm(x))
+        return self.head(x)
+
+
+def init_random(cfg: LlamaConfig, seed: int = 0, max_len: int = 512) -> Llama:
+    """A Llama with seeded N(0, 0.02^2) weights and unit norms (for tests and as a training start)."""
+    g = torch.Generator().manual_seed(seed)
+    model = Llama(cfg, max_len=min(max_len, cfg.max_seq_len))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.fill_(1.0)
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+        for layer in model.layers:  # scale residual projections as GPT-2 does
+            layer.attention.wo.weight.mul_(1 / math.sqrt(2 * cfg.n_layers))
+            layer.feed_forward.w2.weight.mul_(1 / math.sqrt(2 * cfg.n_layers))
+    return model
