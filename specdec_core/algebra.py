@@ -7,6 +7,8 @@ pass costs ``v``, both in units of one ordinary target decode step.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -98,6 +100,18 @@ def decay_alphas(alpha: float, rho: float, gamma: int) -> NDArray[np.float64]:
     return a * r ** np.arange(g, dtype=np.float64)
 
 
+def _solve_alpha(target: float, gamma: int) -> float:
+    """The alpha in [0, 1] with E[N](alpha, gamma) = target, for 1 <= target <= gamma + 1 (bisection)."""
+    lo, hi = 0.0, 1.0                                  # E[N] is increasing in alpha on [0, 1]
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if float(expected_tokens(mid, gamma)) < target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 def break_even_alpha(gamma: int, c: float, v: float = 1.0) -> float | None:
     """The alpha at which speedup = 1, i.e. E[N](alpha) = gamma c + v; 0 if even alpha = 0 pays, None if none does."""
     g = int(check_gamma(gamma))
@@ -106,11 +120,103 @@ def break_even_alpha(gamma: int, c: float, v: float = 1.0) -> float | None:
         return 0.0
     if cost > g + 1.0:
         return None
-    lo, hi = 0.0, 1.0                                  # E[N] is increasing in alpha on [0, 1]
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        if float(expected_tokens(mid, g)) < cost:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return _solve_alpha(cost, g)
+
+
+def speedup_limits(gamma: int, c: float, v: float = 1.0) -> tuple[float, float]:
+    """The two sanity limits: alpha -> 0 gives 1 / (gamma c + v), alpha -> 1 gives (gamma + 1) / (gamma c + v)."""
+    return float(speedup(0.0, gamma, c, v)), float(speedup(1.0, gamma, c, v))
+
+
+def expected_tokens_prefixes(alphas: ArrayLike) -> NDArray[np.float64]:
+    """E[N] for draft lengths 0..gamma under per-position rates: 1 + cumsum(cumprod(alpha_j)), first entry 1."""
+    a = check_alphas(alphas)
+    return np.concatenate([[1.0], 1.0 + np.cumsum(np.cumprod(a))])
+
+
+def survival_probabilities(alphas: ArrayLike) -> NDArray[np.float64]:
+    """P(N >= i + 1) = prod_{j<=i} alpha_j for i = 1..gamma: the terms of E[N] after the leading 1."""
+    return np.cumprod(check_alphas(alphas))
+
+
+def best_gamma_positional(alphas: ArrayLike, c: float, v: float = 1.0) -> tuple[int, float]:
+    """(gamma*, speedup) maximising E[N](alpha_1..alpha_gamma) / (gamma c + v) over prefix lengths 0..len(alphas)."""
+    tokens = expected_tokens_prefixes(alphas)                     # (G + 1,)
+    s = tokens / np.asarray(step_cost(np.arange(tokens.size), c, v))
+    g = int(np.argmax(s))                                         # ties go to the shorter draft
+    return g, float(s[g])
+
+
+def fit_alphas(alphas: ArrayLike, gamma: int, fill: float) -> NDArray[np.float64]:
+    """alpha_1..alpha_gamma: the given rates truncated to gamma, or padded with fill up to gamma."""
+    a = check_alphas(alphas)
+    g = int(check_gamma(gamma))
+    f = float(check_alpha(fill, "fill"))
+    return np.concatenate([a[:g], np.full(max(0, g - a.size), f)])
+
+
+def positional_gap(alphas: ArrayLike, c: float, v: float = 1.0) -> dict[str, float]:
+    """Constant-alpha formula at alpha_bar = mean(alpha_j) against the exact per-position E[N] and speedup.
+
+    rel_error = (E[N]_constant - E[N]_positional) / E[N]_positional; 0 when gamma = 0.
+    """
+    a = check_alphas(alphas)
+    g = a.size
+    alpha_bar = float(a.mean()) if g else 0.0
+    en_pos = expected_tokens_positional(a)
+    en_const = float(expected_tokens(alpha_bar, g))
+    cost = float(step_cost(g, c, v))
+    return {
+        "alpha_bar": alpha_bar,
+        "en_positional": en_pos,
+        "en_constant": en_const,
+        "speedup_positional": en_pos / cost,
+        "speedup_constant": en_const / cost,
+        "rel_error": (en_const - en_pos) / en_pos,
+    }
+
+
+def pmf_quantile(pmf: ArrayLike, q: float) -> int:
+    """The smallest k in 1..len(pmf) with P(N <= k) >= q, for the pmf of N over k = 1, 2, ..."""
+    p = np.asarray(pmf, dtype=np.float64)
+    if p.ndim != 1 or p.size == 0 or np.any(p < 0) or abs(p.sum() - 1.0) > 1e-9:
+        raise ValueError("pmf must be a non-empty 1-D vector of probabilities summing to 1 within 1e-9")
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"q must be in (0, 1]; got {q!r}")
+    cdf = np.cumsum(p)
+    return int(min(np.searchsorted(cdf, q - 1e-12), p.size - 1)) + 1
+
+
+def _check_speedup_value(s: float, name: str = "speedup") -> float:
+    """A reported speedup: finite and > 0."""
+    x = float(check_v(s, name))
+    return x
+
+
+def implied_c(alpha: float, gamma: int, s: float, v: float = 1.0) -> float | None:
+    """The c with E[N] / (gamma c + v) = s, i.e. c = (E[N] / s - v) / gamma; None if gamma = 0 or it would be < 0."""
+    g = int(check_gamma(gamma))
+    x = _check_speedup_value(s)
+    c = (float(expected_tokens(alpha, g)) / x - float(check_v(v))) / g if g else -1.0
+    return c if c >= 0.0 else None
+
+
+def implied_alpha(s: float, gamma: int, c: float, v: float = 1.0) -> float | None:
+    """The alpha with speedup(alpha, gamma, c, v) = s; None if s lies outside [1, gamma + 1] / (gamma c + v)."""
+    g = int(check_gamma(gamma))
+    target = _check_speedup_value(s) * float(step_cost(g, c, v))   # the E[N] that s requires
+    if target < 1.0 - 1e-12 or target > g + 1.0 + 1e-12:
+        return None
+    return _solve_alpha(min(max(target, 1.0), g + 1.0), g)
+
+
+def seed_table(
+    rows: Sequence[tuple[float, float]], v: float = 1.0, max_gamma: int = 16
+) -> list[dict[str, float]]:
+    """For each (alpha, c): the best integer gamma in 0..max_gamma, its E[N], cost and speedup."""
+    out = []
+    for alpha, c in rows:
+        g, s = best_gamma(alpha, c, v, max_gamma)
+        out.append({"alpha": float(alpha), "c": float(c), "gamma": g,
+                    "tokens": float(expected_tokens(alpha, g)), "cost": float(step_cost(g, c, v)), "speedup": s})
+    return out
