@@ -30,8 +30,9 @@ def expected_tokens(alpha: ArrayLike, gamma: ArrayLike) -> float | NDArray[np.fl
     with np.errstate(divide="ignore", invalid="ignore"):
         # expm1/log form keeps full precision as alpha -> 1, where 1 - a^(g+1) cancels.
         geometric = np.expm1((g + 1) * np.log(a)) / (a - 1.0)
-    out = np.where(a == 1.0, g + 1.0, np.where(a == 0.0, 1.0, geometric))
-    return scalar_or_array(out.astype(np.float64))
+    out = np.where(a == 1.0, g + 1.0, np.where((a == 0.0) | (g == 0), 1.0, geometric))
+    # Rounding in the geometric form can stray an ulp outside the exact bounds 1 <= E[N] <= gamma + 1.
+    return scalar_or_array(np.clip(out, 1.0, g + 1.0).astype(np.float64))
 
 
 def expected_tokens_positional(alphas: ArrayLike) -> float:
