@@ -1,0 +1,248 @@
+"""Measure it here: time a stack of linear layers at 1, 2, 4, ... tokens and compare with the roofline.
+
+The probe runs one decoder layer's linears (QKV, O, gate+up, down) of a chosen shape on this machine's
+device (CUDA if present, else CPU), at token counts 1, 2, 4, ... per pass. It also measures this
+machine's own ceilings, a large square matmul rate and a copy bandwidth, and predicts each time from
+them with ``specdec_core.steptime.linear_stack_time``. Progress is yielded as events; the last one
+carries the result. No streamlit here.
+
+    python -m gpu_demo.probe --shape "Llama-3.2-1B, 1 layer"
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from specdec_core.steptime import fit_knee, knee_tokens, linear_stack_time
+
+
+@dataclass(frozen=True)
+class ProbeShape:
+    """Per layer: QKV d -> d + 2 kv_dim, O d -> d, gate+up d -> 2 ffn, down ffn -> d; ``layers`` of them."""
+
+    name: str
+    hidden: int
+    kv_dim: int
+    ffn: int
+    layers: int
+
+    def linears(self) -> list[tuple[int, int]]:
+        """(in, out) of every linear, in order."""
+        d, kv, f = self.hidden, self.kv_dim, self.ffn
+        return [(d, d + 2 * kv), (d, d), (d, 2 * f), (f, d)] * self.layers
+
+    @property
+    def n_weights(self) -> int:
+        """Total weights: sum of in x out."""
+        return sum(i * o for i, o in self.linears())
+
+    @property
+    def act_elems_per_token(self) -> int:
+        """Activation elements read + written per token: sum of in + out."""
+        return sum(i + o for i, o in self.linears())
+
+
+PROBE_SHAPES: dict[str, ProbeShape] = {
+    "Llama-3.2-1B, 1 layer": ProbeShape("Llama-3.2-1B, 1 layer", 2048, 512, 8192, 1),
+    "Llama-3.2-1B, 2 layers": ProbeShape("Llama-3.2-1B, 2 layers", 2048, 512, 8192, 2),
+    "Llama-3.1-8B, 1 layer": ProbeShape("Llama-3.1-8B, 1 layer", 4096, 1024, 14336, 1),
+    "tiny (d=64)": ProbeShape("tiny (d=64)", 64, 16, 256, 2),
+}
+
+
+@dataclass
+class ProbeResult:
+    """What the probe measured and what the roofline built from its measured ceilings predicts."""
+
+    device: str
+    dtype: str
+    shape: ProbeShape
+    n_weights: int
+    weight_bytes: float                              # bytes per weight
+    tokens: list[int] = field(default_factory=list)
+    measured_s: list[float] = field(default_factory=list)   # median per pass
+    spread_s: list[tuple[float, float]] = field(default_factory=list)  # (min, max) per pass
+    model_s: list[float] = field(default_factory=list)
+    peak_flops: float = 0.0                          # measured matmul rate, FLOP/s
+    bandwidth: float = 0.0                           # measured copy bandwidth, byte/s (read + write)
+    knee_measured: float = float("nan")              # tokens, fitted t0 x max(1, T/K)
+    knee_model: float = float("nan")
+    knee_reached: bool = False                       # fitted knee lies inside the measured token range
+    elapsed_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict."""
+        d = asdict(self)
+        d["shape"] = asdict(self.shape)
+        return d
+
+
+@dataclass(frozen=True)
+class ProbeEvent:
+    """Progress: a fraction in [0, 1], a message, and the result on the last event."""
+
+    fraction: float
+    message: str
+    result: ProbeResult | None = None
+
+
+def pick_device(prefer: str = "auto") -> torch.device:
+    """CUDA if present (or asked for), else CPU."""
+    if prefer == "cpu" or (prefer == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise ValueError("CUDA was asked for but is not available on this machine")
+    return torch.device("cuda")
+
+
+def device_label(dev: torch.device) -> str:
+    """A human name for the device that was measured."""
+    if dev.type == "cuda":
+        return f"CUDA: {torch.cuda.get_device_name(dev)}"
+    return f"CPU ({torch.get_num_threads()} threads)"
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def time_call(fn: Callable[[], object], dev: torch.device, repeats: int) -> list[float]:
+    """Wall-clock seconds of ``repeats`` calls after one warm-up, synchronising the device each time."""
+    fn()
+    _sync(dev)
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        _sync(dev)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def measure_matmul_rate(dev: torch.device, dtype: torch.dtype, n: int, repeats: int = 3) -> float:
+    """FLOP/s of an n x n x n matmul: 2 n^3 / best time (a ceiling: noise only slows a run down)."""
+    a = torch.randn(n, n, device=dev, dtype=dtype)   # (n, n)
+    b = torch.randn(n, n, device=dev, dtype=dtype)   # (n, n)
+    return 2.0 * n**3 / min(time_call(lambda: a @ b, dev, repeats))
+
+
+def measure_copy_bandwidth(dev: torch.device, n_bytes: int, repeats: int = 3) -> float:
+    """byte/s of a device-to-device copy, counting read + write: 2 x n_bytes / best time."""
+    src = torch.empty(n_bytes // 4, device=dev, dtype=torch.float32).uniform_()  # (n,)
+    dst = torch.empty_like(src)
+    return 2.0 * n_bytes / min(time_call(lambda: dst.copy_(src), dev, repeats))
+
+
+def make_stack(shape: ProbeShape, dev: torch.device, dtype: torch.dtype, seed: int = 0) -> list[torch.Tensor]:
+    """Random weights (out, in) for every linear of the shape, scaled 1 / sqrt(in)."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return [(torch.randn(o, i, generator=g) / i**0.5).to(dev, dtype) for i, o in shape.linears()]
+
+
+def run_stack(x: torch.Tensor, weights: list[torch.Tensor], shape: ProbeShape) -> torch.Tensor:
+    """One pass of x (T, d) through the stack: QKV, O on the query part, SwiGLU MLP, residuals."""
+    d, f = shape.hidden, shape.ffn
+    for layer in range(shape.layers):
+        w_qkv, w_o, w_gu, w_down = weights[4 * layer: 4 * layer + 4]
+        qkv = F.linear(x, w_qkv)                     # (T, d + 2 kv)
+        x = x + F.linear(qkv[:, :d], w_o)            # (T, d)
+        gu = F.linear(x, w_gu)                       # (T, 2 f)
+        x = x + F.linear(F.silu(gu[:, :f]) * gu[:, f:], w_down)  # (T, d)
+    return x
+
+
+def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget_s: float = 20.0,
+          seed: int = 0) -> Iterator[ProbeEvent]:
+    """Measure ceilings, then time the stack at T = 1, 2, 4, ... <= max_tokens within about budget_s."""
+    if max_tokens < 2:
+        raise ValueError(f"max_tokens must be >= 2; got {max_tokens}")
+    if budget_s <= 0:
+        raise ValueError(f"budget_s must be > 0; got {budget_s}")
+    start = time.perf_counter()
+    dev = pick_device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    elt = torch.finfo(dtype).bits // 8
+    torch.manual_seed(seed)
+    res = ProbeResult(device_label(dev), str(dtype).removeprefix("torch."), shape, shape.n_weights, float(elt))
+
+    yield ProbeEvent(0.02, f"measuring the matmul rate on {res.device}")
+    res.peak_flops = measure_matmul_rate(dev, dtype, 8192 if dev.type == "cuda" else 2048)
+    yield ProbeEvent(0.08, "measuring copy bandwidth")
+    res.bandwidth = measure_copy_bandwidth(dev, (1 << 30) if dev.type == "cuda" else (128 << 20))
+    yield ProbeEvent(0.12, f"building {shape.name}: {shape.n_weights / 1e6:.1f}M weights in {res.dtype}")
+    weights = make_stack(shape, dev, dtype, seed)
+
+    counts = [2**k for k in range(int(np.log2(max_tokens)) + 1)]
+    sweep_budget = max(budget_s - (time.perf_counter() - start), 0.5)
+    sweep_start, last = time.perf_counter(), 0.0
+    with torch.inference_mode():
+        for i, t in enumerate(counts):
+            spent = time.perf_counter() - sweep_start
+            expected = max(last, 1e-6) * 2.0                    # at worst twice the last pass
+            if i >= 3 and spent + 4 * expected > sweep_budget:
+                break
+            slice_s = (sweep_budget - spent) / (len(counts) - i)          # fair share of what is left
+            repeats = int(np.clip(slice_s / (2 * expected), 3, 50))
+            x = torch.randn(t, shape.hidden, device=dev, dtype=dtype)  # (T, d)
+            times = time_call(lambda: run_stack(x, weights, shape), dev, repeats)
+            last = float(np.median(times))
+            res.tokens.append(t)
+            res.measured_s.append(last)
+            res.spread_s.append((float(min(times)), float(max(times))))
+            yield ProbeEvent(0.12 + 0.85 * (i + 1) / len(counts), f"T = {t}: {last * 1e3:.2f} ms (median of {repeats})")
+
+    act = shape.act_elems_per_token * elt
+    res.model_s = [float(x) for x in linear_stack_time(shape.n_weights, res.tokens, elt, res.peak_flops,
+                                                       res.bandwidth, act)]
+    res.knee_model = knee_tokens(res.peak_flops, res.bandwidth, elt)
+    res.knee_measured, _ = fit_knee(res.tokens, res.measured_s)
+    res.knee_reached = res.knee_measured < max(res.tokens)
+    res.elapsed_s = time.perf_counter() - start
+    yield ProbeEvent(1.0, f"done in {res.elapsed_s:.1f} s on {res.device}", res)
+
+
+def run_to_end(events: Iterator[ProbeEvent], on_event: Callable[[ProbeEvent], None] | None = None) -> ProbeResult:
+    """Drain a probe's events (calling on_event for each) and return the result."""
+    result = None
+    for ev in events:
+        if on_event is not None:
+            on_event(ev)
+        result = ev.result or result
+    assert result is not None, "the probe ended without a result"
+    return result
+
+
+def format_table(res: ProbeResult) -> str:
+    """Tokens, measured median ms, model ms, measured/model."""
+    lines = [f"device {res.device}, {res.dtype}, {res.shape.name}: {res.n_weights / 1e6:.1f}M weights",
+             f"measured ceilings: matmul {res.peak_flops / 1e9:.1f} GFLOP/s, copy {res.bandwidth / 1e9:.1f} GB/s",
+             f"{'T':>6} {'measured ms':>12} {'model ms':>10} {'ratio':>7}"]
+    for t, m, p in zip(res.tokens, res.measured_s, res.model_s):
+        lines.append(f"{t:>6} {m * 1e3:>12.3f} {p * 1e3:>10.3f} {m / p:>7.2f}")
+    seen = "inside" if res.knee_reached else "beyond"
+    lines.append(f"knee: measured {res.knee_measured:.1f} tokens ({seen} the range), model {res.knee_model:.1f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", choices=list(PROBE_SHAPES), default="Llama-3.2-1B, 1 layer")
+    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    ap.add_argument("--max-tokens", type=int, default=512)
+    ap.add_argument("--budget", type=float, default=20.0, help="seconds, about")
+    args = ap.parse_args(argv)
+    res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget),
+                     lambda ev: print(f"[{ev.fraction:4.0%}] {ev.message}", flush=True))
+    print(format_table(res))
+
+
+if __name__ == "__main__":
+    main()
