@@ -14,12 +14,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from specdec_core.rejection import _accept, _residual, check_pair, rule_law, sample_rule
+from specdec_core.stats import chi_square_gof
 
 CORRECT = "correct"
-RESAMPLE_FROM_P = "resample_from_p"
+RESAMPLE_FROM_P = "resample_p"
 RAW_LOGITS = "raw_logits"
 WRONG_Q = "wrong_q"
-NAIVE_NORMALISATION = "naive_normalisation"
+NAIVE_NORMALISATION = "naive_norm"
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,34 @@ def all_rules(p: ArrayLike, q: ArrayLike, p_raw: ArrayLike, q_claimed: ArrayLike
         wrong_q_rule(p, q, q_claimed),
         naive_normalisation_rule(p, q),
     ]
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """A rule's exact law and a sampled chi-square test of its draws against the target law p."""
+
+    name: str
+    label: str
+    defined: bool                    # False: the rule divides 0 by 0 and its law is undefined
+    law: NDArray[np.float64]         # (V,) exact law of the emitted token (NaN if undefined)
+    max_error: float                 # max_x |law(x) - p(x)| (NaN if undefined)
+    tv_to_p: float                   # TV(law, p) (NaN if undefined)
+    empirical: NDArray[np.float64]   # (V,) frequencies of the n draws
+    kept: float                      # fraction of proposals kept
+    stat: float                      # chi-square statistic of the draws against p
+    dof: int
+    p_value: float
+
+
+def check_rule(rule: Rule, p: ArrayLike, n: int, seed: int = 0) -> RuleCheck:
+    """Exact distance of the rule's law from p, and n sampled draws tested against p by chi-square."""
+    pa = check_pair(p, rule.q_propose)[0]
+    law = rule.law()
+    with np.errstate(invalid="ignore"):
+        max_error = float(np.abs(law - pa).max())
+        tv = float(0.5 * np.abs(law - pa).sum())
+    tokens, kept = rule.sample(n, seed)
+    counts = np.bincount(tokens, minlength=pa.size)
+    stat, dof, p_value = chi_square_gof(counts, pa)
+    return RuleCheck(rule.name, rule.label, rule.is_defined(), law, max_error, tv,
+                     counts / counts.sum(), float(kept.mean()), stat, dof, p_value)

@@ -15,8 +15,8 @@ V_MIN, V_MAX = 2, 50
 PRESETS = {
     "identical": "identical (q = p)",
     "disjoint": "disjoint supports",
-    "sharper": "q sharper than p",
-    "flatter": "q flatter than p",
+    "q_sharper": "q sharper than p",
+    "q_flatter": "q flatter than p",
     "q_zero": "q zero where p > 0",
     "dirichlet": "random Dirichlet",
 }
@@ -66,9 +66,9 @@ def preset_pair(name: str, v: int, seed: int = 0, conc_p: float = 1.0, conc_q: f
         half = v // 2
         p = np.r_[base_law(half), np.zeros(v - half)]
         return p, np.r_[np.zeros(half), base_law(v - half)]
-    if name == "sharper":
+    if name == "q_sharper":
         return p, _power_law(p, SHAPE_RATIO)
-    if name == "flatter":
+    if name == "q_flatter":
         return p, _power_law(p, 1.0 / SHAPE_RATIO)
     if name == "q_zero":
         q = np.where(np.arange(v) % 3 == 1, 0.0, p)      # every third token: q = 0 < p

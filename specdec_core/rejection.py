@@ -140,3 +140,18 @@ def speculative_sample(
 def empirical_law(tokens: NDArray[np.int64], vocab: int) -> NDArray[np.float64]:
     """Frequencies of each token id 0..vocab-1 among the draws."""
     return np.bincount(tokens, minlength=vocab).astype(np.float64) / max(tokens.size, 1)
+
+
+def decomposition(p: ArrayLike, q: ArrayLike) -> dict[str, NDArray[np.float64] | float]:
+    """The two pieces of the emitted law: accepted min(p, q) and resampled (1 - alpha) r, their sum, alpha, TV."""
+    law, alpha = emitted_distribution(p, q)
+    pa, qa = check_pair(p, q)
+    reject = 1.0 - np.asarray(alpha)[..., None]          # (..., 1)
+    return {
+        "accepted": np.minimum(pa, qa),                  # (..., V)
+        "resampled": reject * _residual(pa, qa),         # (..., V) = (1 - alpha) r
+        "emitted": law,
+        "alpha": alpha,
+        "tv": total_variation(pa, qa),
+        "max_error": float(np.abs(law - pa).max()),
+    }

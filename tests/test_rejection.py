@@ -164,7 +164,7 @@ def test_correct_sampler_p_values_are_uniform_across_seeds():
     assert stats.kstest(pvals, "uniform").pvalue > LEVEL
 
 
-@pytest.mark.parametrize("name", ["resample_from_p", "raw_logits", "wrong_q"])
+@pytest.mark.parametrize("name", ["resample_p", "raw_logits", "wrong_q"])
 def test_chi_square_rejects_each_biased_mistake_at_the_same_sample_size(name):
     case = _case()
     rule = {r.name: r for r in all_rules(case.p, case.q, case.p_raw, case.q_claimed)}[name]
@@ -191,7 +191,7 @@ def test_naive_normalisation_is_fine_with_a_residual_and_nan_without_one():
 
 
 def test_resample_from_p_law_and_where_it_over_weights():
-    p, q = preset_pair("sharper", 10)
+    p, q = preset_pair("q_sharper", 10)
     alpha = acceptance_rate(p, q)
     law = resample_from_p_rule(p, q).law()
     np.testing.assert_allclose(law, np.minimum(p, q) + (1 - alpha) * p, atol=1e-15)

@@ -1,0 +1,31 @@
+"""Real browser: the proof page opens with no error, shows its numbers and figures, and takes URL state."""
+
+import pytest
+
+from browser_helpers import assert_no_error, open_page, screenshot
+
+pytestmark = pytest.mark.browser
+
+
+def test_proof_page_default_and_from_logits(page, streamlit_url):
+    open_page(page, streamlit_url, "proof")
+    assert_no_error(page)
+    assert page.locator("h1").first.inner_text().startswith("Proof")
+    metrics = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
+    assert "10,000" in metrics and "[1, 0]" in metrics, metrics
+    page.locator(".js-plotly-plot").first.wait_for()
+    assert page.locator(".js-plotly-plot").count() == 8
+    page.set_viewport_size({"width": 1400, "height": 5200})   # the whole page in one picture
+    page.wait_for_timeout(500)
+    screenshot(page, "proof")
+
+    open_page(page, streamlit_url, "proof", "preset=logits&tT=0.6&tp=0.9&dk=5&mistake=raw_logits&n=20000")
+    assert_no_error(page)
+    # the caption under the mistake's histogram reports its p-value (the table is drawn on a canvas)
+    assert page.get_by_text("p-value 0", exact=True).count() >= 1
+    assert page.get_by_text("verify against raw target logits", exact=False).count() >= 1
+    screenshot(page, "proof-logits")
+
+    open_page(page, streamlit_url, "proof", "preset=custom&p=0.5,0.6&q=0.5,0.5")
+    assert page.get_by_text("Input refused").count() == 1
+    screenshot(page, "proof-bad-input")

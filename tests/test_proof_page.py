@@ -1,0 +1,121 @@
+"""AppTest: the proof page for every case (each preset, from logits, typed vectors), the mistakes view,
+and bad input shown as a message. Numbers on the page are compared with specdec_core."""
+
+from __future__ import annotations
+
+import pytest
+
+from specdec_core import proof_cases as pc
+from specdec_core.mistakes import all_rules
+from specdec_core.rejection import acceptance_rate, total_variation
+
+PAGE = "pages/proof.py"
+
+
+def _ok(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+@pytest.mark.parametrize("preset", list(pc.PRESETS))
+def test_each_preset_renders_alpha_and_tv_from_the_core(app_test, preset):
+    at = app_test(PAGE, preset=preset, vocab="12")
+    _ok(at)
+    assert at.session_state["preset"] == preset
+    p, q = pc.preset_pair(preset, 12)
+    assert _metric(at, "alpha = sum min(p, q)") == f"{acceptance_rate(p, q):.4f}"
+    assert _metric(at, "TV(p, q)") == f"{total_variation(p, q):.4f}"
+    # the emitted law is p: shown error at rounding level
+    assert float(_metric(at, "max |emitted - p|")) < 1e-15
+    assert len(at.get("plotly_chart")) == 8      # p/q, pieces, areas, two sampled, three joint
+    if preset == "identical":
+        assert any("p == q" in i.value for i in at.info)
+    if preset == "disjoint":
+        assert _metric(at, "alpha = sum min(p, q)") == "0.0000"
+
+
+def test_from_logits_mode_uses_the_sampling_settings(app_test):
+    at = app_test(PAGE, preset="logits", vocab="8", seed="1", tT="0.6", tp="0.9", dT="0.8", dk="5")
+    _ok(at)
+    z_p, z_q = pc.logits_pair(8, 1, 1.0)
+    case = pc.case_from_logits(z_p, z_q, (0.6, 50, 0.9), (0.8, 5, 1.0))
+    assert _metric(at, "alpha = sum min(p, q)") == f"{acceptance_rate(case.p, case.q):.4f}"
+
+
+def test_greedy_from_logits_is_one_hot(app_test):
+    at = app_test(PAGE, preset="logits", tT="0", dT="0", seed="0")
+    _ok(at)
+    assert _metric(at, "alpha = sum min(p, q)") in ("1.0000", "0.0000")
+
+
+def test_sampling_table_flags_each_biased_mistake(app_test):
+    at = app_test(PAGE, preset="logits", vocab="8", seed="1", tT="0.6", tp="0.9", dT="0.8", dk="5",
+                  n="20000", mistake="raw_logits")
+    _ok(at)
+    table = at.dataframe[0].value
+    verdict = dict(zip(table["rule"], table["verdict at 0.001"]))
+    labels = {r.name: r.label for r in all_rules([1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0])}
+    assert verdict[labels["correct"]] == "consistent with p"
+    for name in ("resample_p", "raw_logits", "wrong_q"):
+        assert verdict[labels[name]] == "rejects p", name
+    assert verdict[labels["naive_norm"]] == "consistent with p"     # the residual is not empty here
+
+
+@pytest.mark.parametrize("mistake", ["correct", "resample_p", "raw_logits", "wrong_q", "naive_norm"])
+def test_each_mistake_view_renders(app_test, mistake):
+    at = app_test(PAGE, mistake=mistake)
+    _ok(at)
+    assert at.session_state["mistake"] == mistake
+
+
+def test_naive_normalisation_on_identical_laws_is_reported_undefined(app_test):
+    at = app_test(PAGE, preset="identical", mistake="naive_norm")
+    _ok(at)
+    assert any("undefined" in w.value for w in at.warning)
+    table = at.dataframe[0].value
+    assert "undefined (0/0)" in list(table["max |law - p|"])
+
+
+def test_typed_vectors_work(app_test):
+    at = app_test(PAGE, preset="custom", p="0.5, 0.3, 0.2", q="0.2, 0.3, 0.5")
+    _ok(at)
+    assert _metric(at, "alpha = sum min(p, q)") == "0.7000"
+    assert _metric(at, "TV(p, q)") == "0.3000"
+
+
+@pytest.mark.parametrize(
+    "p, q, message",
+    [
+        ("0.5, 0.6", "0.5, 0.5", "must sum to 1"),
+        ("1.2, -0.2", "0.5, 0.5", "non-negative"),
+        ("0.5, 0.5", "0.2, 0.3, 0.5", "same vocabulary"),
+        ("0.5, abc", "0.5, 0.5", "numbers separated by commas"),
+        ("1", "1", "2 to 50 entries"),
+    ],
+)
+def test_bad_vectors_show_a_message_not_a_traceback(app_test, p, q, message):
+    at = app_test(PAGE, preset="custom", p=p, q=q)
+    _ok(at)
+    assert any(message in w.value for w in at.warning), [w.value for w in at.warning]
+    assert not at.metric                                   # the page stops before showing numbers
+
+
+@pytest.mark.parametrize("key, value", [("tp", "0"), ("tk", "0"), ("vocab", "60"), ("n", "2000000")])
+def test_out_of_range_url_values_are_refused_with_the_range(app_test, key, value):
+    at = app_test(PAGE, preset="logits", **{key: value})
+    _ok(at)
+    assert any(f"`{key}={value}`" in w.value and "allowed range" in w.value for w in at.warning)
+
+
+def test_exhaustive_check_and_identical_draft_are_shown(app_test):
+    at = app_test(PAGE)
+    _ok(at)
+    assert _metric(at, "random pairs") == "10,000"
+    assert float(_metric(at, "max |emitted - p|")) < 1e-15
+    assert float(_metric(at, "max |alpha - (1 - TV)|")) < 1e-15
+    assert _metric(at, "p = q = [1, 0]: emitted (alpha = 1)") == "[1, 0]"
+    assert float(_metric(at, "max |emitted joint - target joint|")) < 1e-15
+    assert at.latex, "the explanation's formulas are missing"
