@@ -40,10 +40,14 @@ def monte_carlo(alphas: tuple[float, ...], n_steps: int) -> tuple[np.ndarray, di
 
 def preset_values(row: ps.PaperRow) -> dict[str, float]:
     """alpha, gamma, c, v to load for a paper row; derived numbers come from the core."""
-    alpha = row.alpha if row.alpha is not None else alg.implied_alpha(row.reported_speedup, row.gamma, row.c)
-    c = row.c if row.c is not None else alg.implied_c(row.alpha, row.gamma, row.reported_speedup)
-    return {"alpha": round(alpha, 4) if alpha is not None else None, "gamma": row.gamma,
-            "c": round(c, 4) if c is not None else ps.T5_SMALL_C, "v": 1.0}
+    alpha, c = row.alpha, row.c                        # stated by the paper: loaded as is
+    if alpha is None:                                  # derived: rounded to 4 digits for the exact box
+        derived = alg.implied_alpha(row.reported_speedup, row.gamma, row.c)
+        alpha = round(derived, 4) if derived is not None else None
+    if c is None:
+        derived = alg.implied_c(row.alpha, row.gamma, row.reported_speedup)
+        c = round(derived, 4) if derived is not None else ps.T5_SMALL_C
+    return {"alpha": alpha, "gamma": row.gamma, "c": c, "v": 1.0}
 
 
 def _load_preset() -> None:

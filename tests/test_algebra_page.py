@@ -1,0 +1,221 @@
+"""AppTest of the algebra page: every readout equals specdec_core, edges are exact, bad input is refused."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from specdec_core import algebra as alg
+from specdec_core import presets as ps
+from specdec_core.simulate import simulate_tokens_per_step, summarise
+
+PAGE = "pages/algebra.py"
+
+
+def texts(at) -> list[str]:
+    """Every piece of text the page shows (markdown, formulas, metrics, alerts, captions)."""
+    out = [m.value for m in at.markdown] + [x.value for x in at.latex] + [x.value for x in at.caption]
+    out += [f"{m.label} {m.value} {m.delta or ''}" for m in at.metric]
+    for alert in (at.warning, at.info, at.success, at.error):
+        out += [a.value for a in alert]
+    return out
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def assert_clean(at) -> None:
+    """No exception, no error box, and never NaN or inf on screen."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.error) == 0, [e.value for e in at.error]
+    for t in texts(at):
+        assert not re.search(r"\bnan\b|\binf\b|infinity|∞", t, re.IGNORECASE), t
+
+
+def assert_readouts(at, alpha: float, gamma: int, c: float, v: float) -> None:
+    """The four metrics and the substituted formulas equal the core's numbers (constant-alpha mode)."""
+    en, cost, s = alg.expected_tokens(alpha, gamma), alg.step_cost(gamma, c, v), alg.speedup(alpha, gamma, c, v)
+    g, sg = alg.best_gamma(alpha, c, v, 32)
+    m = metrics(at)
+    assert m["Tokens per step E[N]"] == f"{en:.3f}"
+    assert m["Step cost"] == f"{cost:.3f}"
+    assert m["Speedup"] == f"{s:.2f}x"
+    assert m["Best integer gamma"] == str(g)
+    assert any(f"{sg:.2f}x at best" == (x.delta or "") for x in at.metric)
+    formulas = " ".join(x.value for x in at.latex)
+    assert f"= {cost:.3f}" in formulas
+    assert f"\\frac{{{en:.3f}}}{{{cost:.3f}}} = {s:.2f}\\times" in formulas
+    lo, hi = alg.speedup_limits(gamma, c, v)
+    assert f"= {lo:.2f}\\times" in formulas and f"= {hi:.2f}\\times" in formulas
+    be = alg.break_even_alpha(gamma, c, v)
+    line = next(t for t in (x.value for x in at.markdown) if "Break-even alpha" in t)
+    if be is None:
+        assert "none" in line and "No alpha in [0, 1] pays" in line
+    elif be == 0.0:
+        assert "Any alpha breaks even" in line
+    else:
+        assert f"{be:.4f}" in line
+
+
+def test_default_is_the_seed_headline(app_test):
+    at = app_test(PAGE)
+    assert_clean(at)
+    assert_readouts(at, 0.7, 3, 0.1, 1.0)
+    assert metrics(at)["Speedup"] == "1.95x" and metrics(at)["Tokens per step E[N]"] == "2.533"
+    formulas = " ".join(x.value for x in at.latex)
+    assert r"\frac{1-0.7^{4}}{1-0.7} = 2.533" in formulas
+    assert "= 0.77\\times" in formulas and "= 3.08\\times" in formulas
+    assert not [w for w in at.warning if "slowdown" in w.value.lower()]
+
+
+def test_query_params_open_the_slowdown_case(app_test):
+    at = app_test(PAGE, alpha="0.8", gamma="4", c="0.05", v="3.5")
+    assert_clean(at)
+    assert metrics(at)["Speedup"] == "0.91x"
+    assert any("slowdown" in w.value.lower() for w in at.warning)
+    assert_readouts(at, 0.8, 4, 0.05, 3.5)
+    at2 = app_test(PAGE, alpha="0.8", gamma="4", c="0.05", v="1")
+    assert metrics(at2)["Speedup"] == "2.80x"
+    assert not any("slowdown" in w.value.lower() for w in at2.warning)
+
+
+@pytest.mark.parametrize(
+    "alpha, gamma, c, v",
+    [(1.0, 3, 0.1, 1.0), (0.0, 3, 0.1, 1.0), (0.7, 0, 0.1, 1.0), (0.7, 3, 0.0, 1.0), (1.0, 16, 0.0, 0.5),
+     (0.0, 0, 0.0, 5.0), (0.5, 3, 1.0, 2.0), (1.0, 0, 1.0, 0.5)],
+)
+def test_edges_show_exact_numbers(app_test, alpha, gamma, c, v):
+    at = app_test(PAGE, alpha=str(alpha), gamma=str(gamma), c=str(c), v=str(v))
+    assert_clean(at)
+    assert_readouts(at, alpha, gamma, c, v)
+    if alpha == 1.0:
+        assert any(rf"\gamma + 1 = {gamma + 1}" in x.value for x in at.latex)
+        assert metrics(at)["Tokens per step E[N]"] == f"{gamma + 1}.000"
+
+
+def test_break_even_in_words_when_nothing_pays(app_test):
+    at = app_test(PAGE, alpha="0.5", gamma="3", c="1", v="2")       # cost 5 > gamma + 1 = 4
+    assert alg.break_even_alpha(3, 1.0, 2.0) is None
+    assert any("No alpha in [0, 1] pays" in m.value for m in at.markdown)
+
+
+def test_cap_note_when_drafts_are_free(app_test):
+    at = app_test(PAGE, alpha="0.9", c="0")
+    assert metrics(at)["Best integer gamma"] == "32"
+    assert any("search cap" in x.value for x in at.caption)
+
+
+def test_slider_and_box_change_the_readouts(app_test):
+    at = app_test(PAGE)
+    at.slider(key="alpha__slider").set_value(0.8).run()
+    assert_clean(at)
+    assert_readouts(at, 0.8, 3, 0.1, 1.0)
+    at.number_input(key="gamma").set_value(5).run()
+    assert_readouts(at, 0.8, 5, 0.1, 1.0)
+    at.number_input(key="c").set_value(0.0123).run()                 # typed exactly, not snapped to the slider step
+    assert_readouts(at, 0.8, 5, 0.0123, 1.0)
+
+
+@pytest.mark.parametrize("param, value", [("alpha", "1.5"), ("gamma", "40"), ("gamma", "2.5"), ("c", "-1"),
+                                          ("v", "0.1"), ("alpha", "abc")])
+def test_out_of_range_url_values_are_refused_with_a_message(app_test, param, value):
+    at = app_test(PAGE, **{param: value})
+    assert_clean(at)
+    assert any(param in w.value and ("allowed" in w.value.lower() or "integer" in w.value) for w in at.warning)
+    # Whatever value the widgets settled on, the readouts are the core's numbers for it.
+    held = {k: at.number_input(key=k).value for k in ("alpha", "gamma", "c", "v")}
+    assert 0 <= held["alpha"] <= 1 and 0 <= held["gamma"] <= 16 and 0 <= held["c"] <= 1 and 0.5 <= held["v"] <= 5
+    assert_readouts(at, held["alpha"], held["gamma"], held["c"], held["v"])
+
+
+def test_decay_mode_readouts_and_gap(app_test):
+    at = app_test(PAGE, mode="decay", alpha="0.9", gamma="6", c="0.05", rho="0.8")
+    assert_clean(at)
+    aj = alg.decay_alphas(0.9, 0.8, 6)
+    en = alg.expected_tokens_positional(aj)
+    s = alg.speedup_positional(aj, 0.05, 1.0)
+    m = metrics(at)
+    assert m["Tokens per step E[N]"] == f"{en:.3f}" and m["Speedup"] == f"{s:.2f}x"
+    g, sg = alg.best_gamma_positional(alg.decay_alphas(0.9, 0.8, 32), 0.05, 1.0)
+    assert m["Best integer gamma"] == str(g)
+    assert any(f"= {en:.3f}" in x.value and r"\prod" in x.value for x in at.latex)
+    gap = alg.positional_gap(aj, 0.05, 1.0)
+    note = " ".join(i.value for i in at.info)
+    assert f"{100 * gap['rel_error']:+.1f}%" in note and f"{gap['en_constant']:.3f}" in note
+
+
+def test_table_mode_uses_typed_rates(app_test):
+    at = app_test(PAGE, mode="table", gamma="4", aj="0.95, 0.5, 0.9")   # fourth position from the decay model
+    assert_clean(at)
+    aj = np.array([0.95, 0.5, 0.9, alg.decay_alphas(0.7, 0.9, 4)[3]])
+    assert metrics(at)["Tokens per step E[N]"] == f"{alg.expected_tokens_positional(aj):.3f}"
+    assert metrics(at)["Speedup"] == f"{alg.speedup_positional(aj, 0.1, 1.0):.2f}x"
+
+
+def test_table_mode_refuses_bad_rates(app_test):
+    at = app_test(PAGE, mode="table", aj="0.9, 1.7")
+    assert_clean(at)
+    assert any("[0, 1]" in w.value for w in at.warning)
+    aj = alg.decay_alphas(0.7, 0.9, 3)
+    assert metrics(at)["Tokens per step E[N]"] == f"{alg.expected_tokens_positional(aj):.3f}"
+
+
+def test_monte_carlo_summary_is_the_simulation(app_test):
+    at = app_test(PAGE, alpha="0.8", gamma="8")
+    tokens = simulate_tokens_per_step(np.full(8, 0.8), 200_000, seed=0)
+    mc = summarise(tokens)
+    line = next(m.value for m in at.markdown if m.value.startswith("Simulated:"))
+    pmf = alg.accepted_length_pmf(0.8, 8)
+    assert f"mean **{mc['mean']:.3f}**" in line and f"P99 **{mc['p99']:g}**" in line
+    assert f"exact: mean {alg.expected_tokens(0.8, 8):.3f}, P50 {alg.pmf_quantile(pmf, 0.5)}, " \
+           f"P99 {alg.pmf_quantile(pmf, 0.99)}" in line
+
+
+@pytest.mark.parametrize("row", ps.LEVIATHAN_ROWS + ps.CHEN_ROWS, ids=lambda r: r.name)
+def test_preset_loads_and_compares(app_test, row):
+    prefix = "Leviathan" if row in ps.LEVIATHAN_ROWS else "Chen"
+    at = app_test(PAGE)
+    at.selectbox(key="preset").select(f"{prefix}: {row.name}").run()
+    assert_clean(at)
+    alpha = row.alpha if row.alpha is not None else round(alg.implied_alpha(row.reported_speedup, row.gamma, row.c), 4)
+    ic = alg.implied_c(row.alpha, row.gamma, row.reported_speedup) if row.alpha is not None else None
+    c = row.c if row.c is not None else round(ic, 4)
+    assert_readouts(at, alpha, row.gamma, c, 1.0)
+    pred = alg.speedup(alpha, row.gamma, c)
+    msg = " ".join(s.value for s in at.success)
+    assert f"{pred:.2f}x against the reported {row.reported_speedup:.2f}x" in msg
+    assert f"ratio {row.reported_speedup / pred:.2f}" in msg
+    if row.alpha is None or row.c is None:
+        assert "back-solved" in msg
+
+
+def test_paper_tables_are_computed(app_test):
+    at = app_test(PAGE)
+    lev = next(d.value for d in at.dataframe if "predicted at c = 0.015" in d.value.columns)
+    for r, (_, got) in zip(ps.LEVIATHAN_ROWS, lev.iterrows()):
+        pred = alg.speedup(r.alpha, r.gamma, ps.T5_SMALL_C)
+        assert got["predicted at c = 0.015"] == f"{pred:.2f}x"
+        assert got["reported / predicted"] == f"{r.reported_speedup / pred:.2f}"
+        ic = alg.implied_c(r.alpha, r.gamma, r.reported_speedup)
+        assert got["c that reproduces it (v = 1, back-solved)"] == (f"{ic:.4f}" if ic is not None else "none >= 0")
+    chen = next(d.value for d in at.dataframe if "alpha implied (v = 1, back-solved)" in d.value.columns)
+    for r, (_, got) in zip(ps.CHEN_ROWS, chen.iterrows()):
+        assert got["alpha implied (v = 1, back-solved)"] == f"{alg.implied_alpha(r.reported_speedup, 4, ps.CHEN_C):.3f}"
+    assert any("larger drafts need a larger c" in m.value for m in at.markdown)
+
+
+def test_seed_tables_are_computed(app_test):
+    at = app_test(PAGE)
+    cases = next(d.value for d in at.dataframe if "note" in d.value.columns)
+    assert list(cases["speedup"]) == ["1.95x", "2.80x", "0.91x"]
+    search = next(d.value for d in at.dataframe if "best gamma" in d.value.columns)
+    for want, (_, got) in zip(alg.seed_table(ps.SEED_TABLE_ROWS), search.iterrows()):
+        assert int(got["best gamma"]) == want["gamma"] and got["speedup"] == f"{want['speedup']:.2f}x"
+
+
+def test_greedy_note(app_test):
+    at = app_test(PAGE)
+    assert any("argmax" in m.value and "match rate" in m.value for m in at.markdown)
