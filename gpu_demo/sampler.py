@@ -1,0 +1,141 @@
+"""Processed laws and the acceptance rules of speculative decoding, in torch.
+
+``p`` is always the target's law and ``q`` the draft's, both *processed* (temperature, top-k, top-p)
+and normalised in float32 over the same vocabulary; ``q`` must be the law the draft really sampled
+from. The exact rule accepts drafted token x with probability min(1, p(x)/q(x)) (q(x) = 0 rejects),
+resamples a rejection from the residual (p - q)+ (falling back to p if that is numerically empty),
+and emits a bonus token from p at position gamma + 1 when every draft is accepted. The greedy rule
+(temperature 0) accepts a draft iff it equals the target's argmax.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+MAX_TEMPERATURE = 100.0
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """How logits become a law: temperature (0 = greedy), top-k (0 = off), top-p (1 = off)."""
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+
+    @property
+    def greedy(self) -> bool:
+        """Temperature 0 means argmax decoding."""
+        return self.temperature == 0.0
+
+    def describe(self) -> str:
+        """Short human-readable form, e.g. 'T=1, top-k 20'."""
+        if self.greedy:
+            return "greedy"
+        parts = [f"T={self.temperature:g}"]
+        if self.top_k:
+            parts.append(f"top-k {self.top_k}")
+        if self.top_p < 1.0:
+            parts.append(f"top-p {self.top_p:g}")
+        return ", ".join(parts)
+
+
+def check_sampling(cfg: SamplingConfig, vocab_size: int, name: str = "sampling") -> SamplingConfig:
+    """Validate a SamplingConfig; raises ValueError naming the allowed range."""
+    t = cfg.temperature
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 <= t <= MAX_TEMPERATURE:
+        raise ValueError(f"{name} temperature must be in [0, {MAX_TEMPERATURE:g}] (0 = greedy); got {t!r}")
+    k = cfg.top_k
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= vocab_size:
+        raise ValueError(f"{name} top_k must be an integer in [0, {vocab_size}] (0 = off); got {k!r}")
+    tp = cfg.top_p
+    if isinstance(tp, bool) or not isinstance(tp, (int, float)) or not math.isfinite(tp) or not 0 < tp <= 1:
+        raise ValueError(f"{name} top_p must be in (0, 1] (1 = off); got {tp!r}")
+    return cfg
+
+
+def logits_to_probs(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:
+    """softmax(logits / T) restricted to the top-k and then the top-p nucleus, renormalised; float32 (..., V).
+
+    Greedy (T = 0) gives the plain softmax (T = 1) for display; the greedy rule uses argmax of logits.
+    """
+    x = logits.float()
+    if not cfg.greedy and cfg.temperature != 1.0:
+        x = x / cfg.temperature
+    if cfg.top_k and not cfg.greedy and cfg.top_k < x.shape[-1]:
+        kth = torch.topk(x, cfg.top_k, dim=-1).values[..., -1:]  # (..., 1)
+        x = x.masked_fill(x < kth, float("-inf"))
+    probs = torch.softmax(x, dim=-1)  # (..., V)
+    if cfg.top_p < 1.0 and not cfg.greedy:
+        sorted_p, order = torch.sort(probs, dim=-1, descending=True)
+        mass_before = sorted_p.cumsum(-1) - sorted_p  # mass strictly above each token
+        drop_sorted = mass_before >= cfg.top_p  # keep the smallest prefix reaching top_p (>= 1 token)
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        probs = probs.masked_fill(drop, 0.0)
+        probs = probs / probs.sum(-1, keepdim=True)
+    return probs
+
+
+def sample(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """One draw per row from probs (..., V) -> LongTensor (...)."""
+    flat = probs.reshape(-1, probs.shape[-1])
+    return torch.multinomial(flat, 1, generator=generator).view(probs.shape[:-1])
+
+
+@dataclass
+class Verdict:
+    """Outcome of verifying k drafted tokens: n_accepted in 0..k and the next token (correction or bonus)."""
+
+    n_accepted: int
+    next_token: int
+    p_x: list[float]  # p(x_i) for each drafted token
+    q_x: list[float]  # q(x_i)
+    uniforms: list[float]  # u_i (empty under the greedy rule)
+    accept_mask: list[bool]  # u_i < p(x_i)/q(x_i) (or x_i == argmax under greedy), for every position
+
+
+def exact_rule(
+    p: torch.Tensor, q: torch.Tensor, drafted: torch.Tensor, generator: torch.Generator | None
+) -> Verdict:
+    """Speculative sampling: accept x_i w.p. min(1, p/q) in order; on the first rejection draw from (p - q)+.
+
+    p: (k+1, V) target laws at the k drafted positions and the bonus position; q: (k, V); drafted: (k,).
+    Edge cases: q(x) = 0 rejects; an empty residual (p == q numerically) falls back to p; k = 0 is a
+    plain draw from p[0]. One host transfer for the verdict plus one for the drawn token.
+    """
+    k = drafted.shape[0]
+    idx = torch.arange(k, device=p.device)
+    p_x = p[idx, drafted]  # (k,)
+    q_x = q[idx, drafted]  # (k,)
+    u = torch.rand(k, generator=generator, device=p.device)  # (k,)
+    accept = (u * q_x < p_x) & (q_x > 0)  # u < p/q without dividing
+    host = torch.stack([p_x, q_x, u, accept.float()]).tolist() if k else [[], [], [], []]
+    mask = [a > 0.5 for a in host[3]]
+    n = next((i for i, a in enumerate(mask) if not a), k)
+    if n < k:
+        residual = (p[n] - q[n]).clamp_min(0.0)  # (V,)
+        law = torch.where(residual.sum() > 0, residual, p[n])  # multinomial normalises
+    else:
+        law = p[k]
+    y = int(torch.multinomial(law, 1, generator=generator))
+    return Verdict(n, y, host[0], host[1], host[2], mask)
+
+
+def greedy_rule(target_logits: torch.Tensor, drafted: torch.Tensor, p: torch.Tensor, q: torch.Tensor) -> Verdict:
+    """Greedy verification: accept the longest prefix with x_i == argmax p_i; next = argmax at the first miss.
+
+    target_logits: (k+1, V); drafted: (k,); p (k+1, V) and q (k, V) are only reported (softmax laws).
+    """
+    k = drafted.shape[0]
+    best = target_logits.argmax(-1)  # (k+1,)
+    idx = torch.arange(k, device=p.device)
+    p_x, q_x = p[idx, drafted], q[idx, drafted]
+    eq = (best[:k] == drafted).float()
+    host = torch.cat([best.float(), p_x, q_x, eq]).tolist()
+    best_l = host[: k + 1]
+    mask = [a > 0.5 for a in host[3 * k + 1:]]
+    n = next((i for i, a in enumerate(mask) if not a), k)
+    return Verdict(n, int(best_l[n]), host[k + 1:2 * k + 1], host[2 * k + 1:3 * k + 1], [], mask)
