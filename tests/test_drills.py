@@ -1,0 +1,320 @@
+"""Drills: answers against independent hand computations, seeding, grading tolerance at its edges,
+worked solutions in the seed's style, and the interview content's invariants."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from specdec_core import drills as dr
+from specdec_core import interview_content as ic
+
+# Reference hardware from REFERENCE.md (dense peaks, TFLOP/s; bandwidth TB/s), typed in independently.
+REF_HW = {
+    "H100 SXM": (989, 1979, 3.35), "H100 PCIe": (756, 1513, 2.0), "H200 SXM": (989, 1979, 4.8),
+    "A100 SXM 80GB": (312, None, 2.04), "B200": (2250, 4500, 8.0), "MI300X": (1307, 2615, 5.3),
+    "L4": (121, 242, 0.30),
+}
+
+
+# ------------------------------------------- independent reference maths ----
+def ref_tokens(a: float, g: int) -> float:
+    """1 + a + a^2 + ... + a^g, summed term by term."""
+    return sum(a**i for i in range(g + 1))
+
+
+def ref_speedup(alpha: float, gamma: int, c: float, v: float) -> float:
+    return ref_tokens(alpha, gamma) / (gamma * c + v)
+
+
+def ref_best_gamma(a: float, c: float, v: float) -> int:
+    best, best_s = 0, -1.0
+    for g in range(33):
+        s = ref_speedup(a, g, c, v)
+        if s > best_s:
+            best, best_s = g, s
+    return best
+
+
+def ref_break_even(g: int, c: float, v: float) -> float:
+    """The real root in (0, 1) of a^g + ... + a + 1 - (g c + v) = 0, from numpy's polynomial roots."""
+    coeffs = [1.0] * (g + 1)
+    coeffs[-1] -= g * c + v
+    roots = [r.real for r in np.roots(coeffs) if abs(r.imag) < 1e-12 and 0 < r.real < 1]
+    assert len(roots) == 1, roots
+    return roots[0]
+
+
+def ref_crossover(hw: str, g: int, mode: str) -> float:
+    bf16, fp8, bw = REF_HW[hw]
+    peak = fp8 if mode == "fp8" else bf16
+    flops_per_byte = 1 if mode == "bf16" else 2
+    return peak / bw / (flops_per_byte * (g + 1))
+
+
+def ref_alpha(p: list[float], q: list[float]) -> float:
+    return sum(min(x, y) for x, y in zip(p, q))
+
+
+def ref_answer(d: dr.Drill):
+    k, P = d.kind, d.params
+    if k == "tokens":
+        return ref_tokens(P["alpha"], P["gamma"])
+    if k == "speedup":
+        return ref_speedup(P["alpha"], P["gamma"], P["c"], P["v"])
+    if k == "best_gamma":
+        return ref_best_gamma(P["alpha"], P["c"], P["v"])
+    if k == "break_even":
+        return ref_break_even(P["gamma"], P["c"], P["v"])
+    if k == "crossover":
+        return ref_crossover(P["hardware"], P["gamma"], P["mode"])
+    if k == "alpha_pq":
+        return ref_alpha(P["p"], P["q"])
+    sa = ref_speedup(**P["A"])
+    sb = ref_speedup(**P["B"])
+    return "A" if sa > sb else "B"
+
+
+# ------------------------------------------------ the classroom set, by hand ----
+def test_classroom_set_by_hand():
+    """The classroom seed's drills, pinned, each answer worked out by hand below."""
+    s = {d.kind: d for d in dr.drill_set(dr.CLASSROOM_SEED)}
+    assert s["tokens"].params == {"alpha": 0.8, "gamma": 6}
+    assert s["tokens"].answer() == pytest.approx(1 + 0.8 + 0.64 + 0.512 + 0.4096 + 0.32768 + 0.262144, rel=1e-12)
+    assert s["tokens"].answer() == pytest.approx(3.951424, rel=1e-12)
+
+    assert s["speedup"].params == {"alpha": 0.65, "gamma": 1, "c": 0.05, "v": 1.0}
+    assert s["speedup"].answer() == pytest.approx(1.65 / 1.05, rel=1e-12)          # 1.5714
+
+    # alpha 0.75, c 0.1: gamma 4 -> 3.05078 / 1.4 = 2.1791; 5 -> 3.28809 / 1.5 = 2.1921; 6 -> 3.46606 / 1.6 = 2.1663
+    assert s["best_gamma"].params == {"alpha": 0.75, "c": 0.1, "v": 1.0}
+    assert s["best_gamma"].answer() == 5
+
+    # gamma 5, cost 1.5: a + a^2 + a^3 + a^4 + a^5 = 0.5 at a = 0.33426
+    assert s["break_even"].params == {"gamma": 5, "c": 0.1, "v": 1.0}
+    a = s["break_even"].answer()
+    assert a == pytest.approx(0.334263, abs=1e-6)
+    assert a + a**2 + a**3 + a**4 + a**5 == pytest.approx(0.5, abs=1e-9)
+
+    # H100 SXM BF16: 989 / 3.35 = 295.22 FLOP/byte, over gamma + 1 = 7: 42.17
+    assert s["crossover"].params == {"hardware": "H100 SXM", "gamma": 6, "mode": "bf16"}
+    assert s["crossover"].answer() == pytest.approx(989 / 3.35 / 7, rel=1e-12)
+
+    # min(p, q) = 0.3 + 0.05 + 0.1 + 0.25
+    assert s["alpha_pq"].params == {"p": [0.3, 0.05, 0.1, 0.55], "q": [0.4, 0.1, 0.25, 0.25]}
+    assert s["alpha_pq"].answer() == pytest.approx(0.70, abs=1e-12)
+
+    # A: (1 - 0.7^8) / 0.3 / 2.4 = 1.309; B: (1 - 0.55^5) / 0.45 / 2.3 = 0.918
+    assert s["compare"].params["A"] == {"alpha": 0.7, "gamma": 7, "c": 0.2, "v": 1.0}
+    assert s["compare"].params["B"] == {"alpha": 0.55, "gamma": 4, "c": 0.2, "v": 1.5}
+    assert s["compare"].answer() == "A"
+
+
+def test_seed_document_cases_by_hand():
+    """The seed's own worked numbers, through fixed (not generated) drills."""
+    assert dr.Drill("tokens", {"alpha": 0.7, "gamma": 3}).answer() == pytest.approx((1 - 0.2401) / 0.3)
+    assert round(dr.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0}).answer(), 2) == 1.95
+    assert dr.Drill("tokens", {"alpha": 0.8, "gamma": 4}).answer() == pytest.approx(3.3616, abs=1e-12)
+    assert round(dr.Drill("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 3.5}).answer(), 2) == 0.91
+    assert round(dr.Drill("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "bf16"}).answer()) == 74
+    assert round(dr.Drill("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "fp8"}).answer()) == 74
+    assert round(dr.Drill("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "w8a16"}).answer()) == 37
+    assert dr.Drill("best_gamma", {"alpha": 0.75, "c": 0.015, "v": 1.0}).answer() == 10   # Leviathan check
+
+
+@pytest.mark.parametrize("seed", list(range(40)) + ["classroom", "Ada", "exam-2"])
+def test_every_drill_matches_an_independent_computation(seed):
+    for d in dr.drill_set(seed):
+        want = ref_answer(d)
+        got = d.answer()
+        if isinstance(want, str) or d.answer_type == "integer":
+            assert got == want, (seed, d)
+        else:
+            assert got == pytest.approx(want, rel=1e-9, abs=1e-12), (seed, d)
+
+
+# ------------------------------------------------------------- seeding ----
+def test_same_seed_same_set_and_different_seeds_differ():
+    a = [d.params for d in dr.drill_set("classroom")]
+    assert a == [d.params for d in dr.drill_set("classroom")]
+    assert a == [d.params for d in dr.drill_set("  Classroom ")]          # case and spaces do not matter
+    assert a != [d.params for d in dr.drill_set("classroom2")]
+    sets = {str([d.params for d in dr.drill_set(s)]) for s in range(30)}
+    assert len(sets) == 30
+
+
+def test_each_kind_has_its_own_stream():
+    """Asking for a subset of kinds does not change the drills of the other kinds."""
+    full = {d.kind: d.params for d in dr.drill_set(11)}
+    part = {d.kind: d.params for d in dr.drill_set(11, ("crossover", "tokens"))}
+    assert part == {"crossover": full["crossover"], "tokens": full["tokens"]}
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_generated_drills_are_well_posed(seed):
+    s = {d.kind: d for d in dr.drill_set(seed)}
+    be = s["break_even"].answer()
+    assert 0 < be < 1
+    P = s["alpha_pq"].params
+    assert P["p"] != P["q"] and math.isclose(sum(P["p"]), 1, abs_tol=1e-12) and math.isclose(sum(P["q"]), 1, abs_tol=1e-12)
+    a, b = (ref_speedup(**s["compare"].params[k]) for k in "AB")
+    assert abs(a - b) >= 0.03 * max(a, b) - 1e-12
+    g = s["best_gamma"].params
+    speeds = sorted((ref_speedup(g["alpha"], k, g["c"], g["v"]) for k in range(33)), reverse=True)
+    assert speeds[0] - speeds[1] >= 0.005 * speeds[0] - 1e-12
+    assert REF_HW[s["crossover"].params["hardware"]][1] is not None or s["crossover"].params["mode"] != "fp8"
+
+
+def test_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        dr.make_drill("nonsense", 1)
+
+
+# ------------------------------------------------------------- grading ----
+def _tol(answer: float) -> float:
+    return max(0.01 * abs(answer), 0.005)
+
+
+@pytest.mark.parametrize("drill", [
+    dr.Drill("crossover", {"hardware": "B200", "gamma": 1, "mode": "bf16"}),   # 140.6: the 1 % branch
+    dr.Drill("break_even", {"gamma": 5, "c": 0.1, "v": 1.0}),                  # 0.334: the 0.005 branch
+    dr.Drill("tokens", {"alpha": 0.7, "gamma": 3}),                            # 2.533
+])
+def test_tolerance_at_its_edges(drill):
+    ans = drill.answer()
+    tol = _tol(ans)
+    for sign in (+1, -1):
+        assert dr.grade(drill, repr(ans + sign * tol * (1 - 1e-6))).correct
+        assert not dr.grade(drill, repr(ans + sign * tol * (1 + 1e-6))).correct
+        assert dr.grade(drill, repr(ans + sign * tol * (1 + 1e-6))).valid
+
+
+def test_tolerance_branches_are_the_stated_ones():
+    big = dr.Drill("crossover", {"hardware": "B200", "gamma": 1, "mode": "bf16"})     # 2250 / 8 / 2 = 140.625
+    assert big.answer() == pytest.approx(140.625)
+    assert dr.grade(big, "142").correct              # 1.375 away: inside 1 % (1.406), far outside 0.005
+    assert not dr.grade(big, "142.1").correct
+    small = dr.Drill("break_even", {"gamma": 5, "c": 0.1, "v": 1.0})                   # 0.33426
+    assert dr.grade(small, "0.3385").correct         # 0.0042 away: outside 1 % (0.0033), inside 0.005
+    assert not dr.grade(small, "0.3395").correct
+
+
+def test_two_decimal_answers_always_pass():
+    """Any answer correctly rounded to two decimals is within the tolerance."""
+    for seed in range(25):
+        for d in dr.drill_set(seed):
+            if d.answer_type == "number":
+                assert dr.grade(d, f"{d.answer():.2f}").correct, d
+
+
+def test_seed_rounding_graded_as_expected():
+    d = dr.Drill("tokens", {"alpha": 0.7, "gamma": 3})
+    assert dr.grade(d, "2.53").correct
+    assert dr.grade(d, " 2.533 ").correct
+    assert not dr.grade(d, "2.5").correct                 # 0.033 away, tolerance 0.025
+    s = dr.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0})
+    assert dr.grade(s, "1.95x").correct and dr.grade(s, "1.95 \u00d7").correct
+
+
+def test_integer_and_choice_grading():
+    g = dr.Drill("best_gamma", {"alpha": 0.75, "c": 0.1, "v": 1.0})
+    assert dr.grade(g, "5").correct and dr.grade(g, "5.0").correct
+    assert not dr.grade(g, "4").correct and not dr.grade(g, "5.01").correct
+    c = dr.Drill("compare", dr.make_drill("compare", "classroom").params)
+    assert dr.grade(c, "a").correct and dr.grade(c, " A ").correct
+    assert not dr.grade(c, "B").correct and dr.grade(c, "B").valid
+    bad = dr.grade(c, "C")
+    assert not bad.valid and "A or B" in bad.message
+
+
+@pytest.mark.parametrize("text", ["", "   ", "abc", "1.2.3", "nan", "inf", "--1", "2,5.3x1"])
+def test_invalid_responses_get_a_message_not_a_verdict(text):
+    g = dr.grade(dr.Drill("tokens", {"alpha": 0.7, "gamma": 3}), text)
+    assert not g.valid and not g.correct and g.message
+
+
+def test_parse_number():
+    assert dr.parse_number("1,000") == 1000.0
+    assert dr.parse_number("2.8x") == 2.8
+    assert dr.parse_number(".5") == 0.5
+    assert dr.parse_number("-3e-2") == -0.03
+    with pytest.raises(ValueError, match="not a number"):
+        dr.parse_number("two")
+
+
+# ----------------------------------------------------- worked solutions ----
+def test_worked_solution_reproduces_the_seed_lines():
+    lines = dr.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0}).solution()
+    assert lines[1:] == [
+        "E[N]    = (1 - 0.7^4) / (1 - 0.7) = (1 - 0.2401) / 0.3 = 2.533 tokens per pass",
+        "cost    = 3 x 0.1 + 1 = 1.30 target steps",
+        "speedup = 2.533 / 1.30 = 1.95x",
+        "sanity: alpha -> 0 gives 1 / 1.30 = 0.77x (a slowdown)",
+        "        alpha -> 1 gives 4 / 1.30 = 3.08x (the gamma + 1 ceiling)",
+    ]
+
+
+@pytest.mark.parametrize("seed", [0, 1, "classroom"])
+def test_solutions_end_at_the_answer(seed):
+    for d in dr.drill_set(seed):
+        text = "\n".join(d.solution())
+        ans = d.answer()
+        if d.kind == "tokens":
+            assert f"= {ans:.3f} tokens per pass" in text
+        elif d.kind == "speedup":
+            assert f"= {ans:.2f}x" in text
+        elif d.kind == "best_gamma":
+            assert f"best gamma = {ans} " in text
+        elif d.kind == "break_even":
+            assert f"alpha = {ans:.3f}" in text
+        elif d.kind == "crossover":
+            assert text.splitlines()[-3].endswith(f"= {ans:.1f}")
+        elif d.kind == "alpha_pq":
+            assert f"= {ans:.2f}" in text and "1 - TV" in text
+        else:
+            assert text.endswith(f"{ans} is faster: {max(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"
+                                 f" against {min(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x")
+        assert d.formula().strip()
+
+
+# ------------------------------------------------------------- content ----
+def test_concept_questions_have_one_right_answer_and_explain_every_option():
+    assert len(ic.CONCEPT_QUESTIONS) >= 5
+    for q in ic.CONCEPT_QUESTIONS:
+        assert sum(o.correct for o in q.options) == 1, q.key
+        assert len(q.options) >= 3
+        for i, o in enumerate(q.options):
+            ok, why = ic.check_choice(q, i)
+            assert ok == o.correct and len(why) > 30
+    with pytest.raises(ValueError, match="index must be in"):
+        ic.check_choice(ic.CONCEPT_QUESTIONS[0], 99)
+
+
+def test_checklist_has_the_five_points_with_two_sentences_each():
+    assert len(ic.CHECKLIST) == 5
+    for item in ic.CHECKLIST:
+        assert len([x for x in item.explanation.split(". ") if x.strip()]) == 2, item.point
+        assert item.link.page.startswith("pages/") and item.link.params
+
+
+def test_walkthrough_reveals_are_filled_by_the_core():
+    assert sum(s.minutes for s in ic.WALKTHROUGH) == 15
+    texts = [ic.reveal_text(s) for s in ic.WALKTHROUGH]
+    assert all("{" not in t for t in texts)
+    assert "2.533" in texts[1] and "1.95x" in texts[1]
+    assert "3.08x" in texts[2] and "0.91x" in texts[3]
+    assert "gamma = 10" in texts[4] and "3.33x" in texts[4] and "3.26x" in texts[4]
+    assert "73.8" in texts[7] and "36.9" in texts[8]
+
+
+def test_flashcards_one_per_formula():
+    fronts = [c.front for c in ic.FLASHCARDS]
+    assert len(set(fronts)) == len(fronts) >= 8
+    assert all(c.latex.strip() and c.note.strip() for c in ic.FLASHCARDS)
+
+
+def test_break_even_without_a_solution_says_so():
+    with pytest.raises(ValueError, match="no alpha in \\[0, 1\\] breaks even"):
+        dr.Drill("break_even", {"gamma": 2, "c": 1.0, "v": 2.0}).answer()     # cost 4 > gamma + 1 = 3
