@@ -1,9 +1,92 @@
-"""Interview page (placeholder until its issue lands)."""
+"""Interview prep: the checklist, graded drills, concept questions, the 30-second answer, flashcards,
+a guided walkthrough, and a classroom mode for a projector. Content and answers come from specdec_core.
+
+URL: ?part=Drills&seed=classroom&classroom=true (also ?classroom=1), ?part=Flashcards&card=3,
+?part=Walkthrough&step=2.
+"""
+
+import random
 
 import streamlit as st
 
-st.title("Interview prep")
-st.info(
-    "Coming next: the five points interviewers listen for, graded numeric drills, concept questions, "
-    "a timed 30-second answer and a classroom mode."
-)
+from specdec_core import drills as dr
+from specdec_core import interview_content as ic
+from ui import interview_widgets as w
+from ui.controls import bound_radio, bound_toggle, slider_input
+
+PARTS = ("Checklist", "Drills", "Concepts", "30-second", "Flashcards", "Walkthrough")
+
+
+def classroom_toggle() -> bool:
+    """The URL-bound classroom switch; ?classroom=1 (or yes/on) is accepted as well as =true."""
+    raw = st.query_params.get("classroom")
+    if raw is not None and raw.strip().lower() in ("1", "yes", "on") and "classroom" not in st.session_state:
+        st.session_state["classroom"] = True
+    return bound_toggle(
+        "Classroom mode", key="classroom",
+        help="For a projector: large type, no sidebar, and drills become predict-then-reveal. "
+             "Uses the shared 'classroom' seed unless the URL gives another.",
+    )
+
+
+def _new_set() -> None:
+    """A fresh personal seed; clears the answer boxes."""
+    st.session_state["seed"] = str(random.randrange(1000, 100000))
+    for kind in dr.DRILL_KINDS:
+        st.session_state.pop(f"ans_{kind}", None)
+
+
+def _classroom_set() -> None:
+    st.session_state["seed"] = dr.CLASSROOM_SEED
+    for kind in dr.DRILL_KINDS:
+        st.session_state.pop(f"ans_{kind}", None)
+
+
+def seed_controls(classroom: bool) -> str:
+    """The drill seed: ?seed= if given, else the classroom seed in classroom mode, else a personal one."""
+    personal = w._state("iv_personal_seed", str(random.randrange(1000, 100000)))
+    cols = st.columns([2, 1, 1], vertical_alignment="bottom")
+    typed = cols[0].text_input(
+        "Drill set (seed)", key="seed", bind="query-params",
+        placeholder=f"{dr.CLASSROOM_SEED if classroom else personal} (empty: default)",
+        help="The same seed gives everyone the same drills. 'classroom' is the shared set.",
+    )
+    cols[1].button("New set", key="new_set", on_click=_new_set, icon=":material/casino:")
+    cols[2].button("Classroom set", key="class_set", on_click=_classroom_set, icon=":material/groups:")
+    seed = typed.strip() or (dr.CLASSROOM_SEED if classroom else personal)
+    st.caption(f"Drill set **{seed}**: share `/interview?part=Drills&seed={seed}` to give someone the same drills.")
+    return seed
+
+
+def render() -> None:
+    st.title("Interview prep")
+    classroom = classroom_toggle()
+    if classroom:
+        st.html(w.classroom_css())
+    st.markdown(
+        "Practise the points that separate a memorised answer from an understood one: numbers you can "
+        "compute on a whiteboard, the traps interviewers probe, and a crisp 30-second summary."
+    )
+    part = bound_radio("Section", PARTS, key="part", label_visibility="collapsed")
+
+    if part == "Checklist":
+        w.render_checklist()
+    elif part == "Drills":
+        st.subheader("Numeric drills")
+        seed = seed_controls(classroom)
+        w.render_drills(seed, classroom)
+    elif part == "Concepts":
+        w.render_concepts()
+    elif part == "30-second":
+        w.render_thirty_seconds()
+    elif part == "Flashcards":
+        st.subheader("Flashcards: one per formula")
+        index = slider_input("Card", "card", 1, len(ic.FLASHCARDS), 1, 1)
+        w.render_flashcards(int(index))
+    else:
+        st.subheader("Guided walkthrough: about 15 minutes through the whole app")
+        step = slider_input("Step", "step", 1, len(ic.WALKTHROUGH), 1, 1)
+        w.render_walkthrough(int(step))
+
+
+render()

@@ -1,0 +1,74 @@
+"""Real-browser test of the interview page: answer a drill in Chromium and see it graded; classroom
+mode hides the sidebar and enlarges the type."""
+
+import pytest
+
+from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
+from specdec_core import drills as dr
+
+pytestmark = pytest.mark.browser
+
+
+def _answer(page, kind: str, text: str) -> None:
+    """Type into the drill's answer box, then press its Check button; waits for the rerun."""
+    box = page.locator(f".st-key-ans_{kind} input")
+    box.fill(text)
+    box.press("Enter")
+    page.wait_for_timeout(300)
+    wait_for_app(page)
+    page.locator(f".st-key-chk_{kind} button").click()
+    page.wait_for_timeout(300)
+    wait_for_app(page)
+
+
+def _alerts(page, kind: str) -> list[str]:
+    """The text of each alert of this kind, without its icon's ligature name."""
+    return [t.strip().splitlines()[-1] for t in page.locator(f'[data-testid="stAlertContent{kind}"]').all_inner_texts()]
+
+
+def test_answer_a_drill_right_then_wrong(page, streamlit_url):
+    open_page(page, streamlit_url, "interview", "part=Drills&seed=classroom")
+    drill = dr.make_drill("speedup", "classroom")
+    assert page.get_by_text(drill.prompt).count() == 1
+    assert_no_error(page)
+
+    _answer(page, "speedup", f"{drill.answer():.2f}x")
+    success = _alerts(page, "Success")
+    assert success == [f"Right: {drill.answer():.4g}."], success
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(dr.DRILL_KINDS)}"
+    assert page.get_by_text("Worked solution").count() == 1
+    assert page.locator('[data-testid="stException"]').count() == 0
+    screenshot(page, "interview-drill-right")
+
+    _answer(page, "speedup", "9")
+    errors = _alerts(page, "Error")
+    assert errors == [f"Not quite: the answer is {drill.answer():.4g}."], errors
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"0 / {len(dr.DRILL_KINDS)}"
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_classroom_mode_hides_sidebar_and_enlarges_type(page, streamlit_url):
+    open_page(page, streamlit_url, "interview", "part=Drills")
+    normal = page.locator(".st-key-ans_tokens label p").evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+    assert page.locator('[data-testid="stSidebar"]').is_visible()
+
+    open_page(page, streamlit_url, "interview", "part=Drills&classroom=1")
+    assert not page.locator('[data-testid="stSidebar"]').is_visible()
+    big = page.locator(".st-key-ans_tokens label p").evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+    assert big >= 1.4 * normal, (normal, big)
+    assert page.get_by_text(dr.make_drill("tokens", dr.CLASSROOM_SEED).prompt).count() == 1
+    assert page.locator(".st-key-lock_tokens button").is_visible()      # predict before the reveal
+    assert_no_error(page)
+    screenshot(page, "interview-classroom")
+
+
+def test_thirty_second_countdown_ticks(page, streamlit_url):
+    """The practice timer is a fragment that reruns every second: its text counts down on its own."""
+    open_page(page, streamlit_url, "interview", "part=30-second")
+    page.locator(".st-key-practice_start button").click()
+    page.get_by_text("s left").first.wait_for()
+    first = int(page.get_by_text("s left").first.inner_text().split()[0])
+    page.wait_for_timeout(2500)
+    later = int(page.get_by_text("s left").first.inner_text().split()[0])
+    assert 30 >= first > later >= first - 4, (first, later)
+    assert page.locator('[data-testid="stException"]').count() == 0

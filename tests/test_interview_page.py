@@ -1,0 +1,224 @@
+"""AppTest: the interview page. Checklist and walkthrough links open their pages in the stated state;
+drills are graded right and wrong; classroom mode predicts then reveals; the other sections work."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+import pytest
+
+from specdec_core import drills as dr
+from specdec_core import interview_content as ic
+
+PAGE = "pages/interview.py"
+
+
+def _no_exception(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _links(at) -> list[tuple[str, dict[str, str]]]:
+    """(url path, query params) of every st.page_link on the current run."""
+    return [(pl.proto.page, dict(parse_qsl(pl.proto.query_string))) for pl in at.get("page_link")]
+
+
+def _assert_page_took_params(app_test, link: ic.Link) -> None:
+    """Open link.page with link.params; each bound widget holds the value given in the URL."""
+    at = app_test(link.page, **link.params)
+    _no_exception(at)
+    assert not [w.value for w in at.warning if "in the URL" in w.value], f"{link.url}: a URL value was refused"
+    for key, raw in link.params.items():
+        assert key in at.session_state, f"{link.url}: the page binds no widget with key {key!r}"
+        value = at.session_state[key]
+        if isinstance(value, bool):
+            assert value == (raw.lower() in ("1", "true")), (link.url, key, value)
+        elif isinstance(value, (int, float)):
+            assert float(value) == pytest.approx(float(raw)), (link.url, key, value)
+        else:
+            assert str(value) == raw, (link.url, key, value)
+
+
+# -------------------------------------------------------------- checklist ----
+def test_checklist_shows_five_points_each_linking_its_state(app_test):
+    at = app_test(PAGE)                       # the checklist is the default section
+    _no_exception(at)
+    text = " ".join(m.value for m in at.markdown)
+    for item in ic.CHECKLIST:
+        assert item.point in text and item.explanation in text
+    links = _links(at)
+    want = [(item.link.page.removeprefix("pages/").removesuffix(".py"), item.link.params) for item in ic.CHECKLIST]
+    assert links == want
+
+
+@pytest.mark.parametrize("item", ic.CHECKLIST, ids=lambda i: i.point[:30])
+def test_checklist_link_opens_its_page_with_those_params(app_test, item):
+    _assert_page_took_params(app_test, item.link)
+
+
+@pytest.mark.parametrize("step", ic.WALKTHROUGH, ids=lambda s: s.title[:30])
+def test_walkthrough_link_opens_its_page_with_those_params(app_test, step):
+    _assert_page_took_params(app_test, step.link)
+
+
+# ----------------------------------------------------------------- drills ----
+def _drills(app_test, **query):
+    at = app_test(PAGE, part="Drills", seed="classroom", **query)
+    _no_exception(at)
+    return at
+
+
+def test_drill_answered_right_then_wrong_is_graded_each_time(app_test):
+    at = _drills(app_test)
+    tokens = dr.make_drill("tokens", "classroom")
+    assert tokens.prompt in " ".join(m.value for m in at.markdown)
+    assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}"
+
+    at.text_input(key="ans_tokens").input(f"{tokens.answer():.2f}").run()        # 3.95: right
+    at.button(key="chk_tokens").click().run()
+    _no_exception(at)
+    assert [s.value for s in at.success] == [f"Right: {tokens.answer():.4g}."]
+    assert not at.error
+    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert any("tokens per pass" in c.value for c in at.code)                  # the worked solution
+
+    at.text_input(key="ans_tokens").input("3.5").run()                           # wrong
+    at.button(key="chk_tokens").click().run()
+    _no_exception(at)
+    assert [e.value for e in at.error] == [f"Not quite: the answer is {tokens.answer():.4g}."]
+    assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[1].value == f"1 / {len(dr.DRILL_KINDS)}"
+
+
+def test_score_counts_several_drills_and_a_choice(app_test):
+    at = _drills(app_test)
+    best = dr.make_drill("best_gamma", "classroom").answer()
+    at.text_input(key="ans_best_gamma").input(str(best)).run()
+    at.button(key="chk_best_gamma").click().run()
+    winner = dr.make_drill("compare", "classroom").answer()
+    at.radio(key="ans_compare").set_value(winner).run()
+    at.button(key="chk_compare").click().run()
+    loser = "B" if winner == "A" else "A"
+    at.text_input(key="ans_alpha_pq").input("0.1").run()
+    at.button(key="chk_alpha_pq").click().run()
+    _no_exception(at)
+    assert at.metric[0].value == f"2 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[1].value == f"3 / {len(dr.DRILL_KINDS)}"
+    assert loser not in [s.value for s in at.success]
+
+
+def test_bad_input_gets_a_message_and_is_not_scored(app_test):
+    at = _drills(app_test)
+    at.text_input(key="ans_speedup").input("fast").run()
+    at.button(key="chk_speedup").click().run()
+    _no_exception(at)
+    assert any("is not a number" in w.value for w in at.warning)
+    assert at.metric[1].value == f"0 / {len(dr.DRILL_KINDS)}"
+
+
+def test_seed_in_url_fixes_the_set(app_test):
+    at = app_test(PAGE, part="Drills", seed="42")
+    _no_exception(at)
+    text = " ".join(m.value for m in at.markdown)
+    for d in dr.drill_set("42"):
+        assert d.prompt in text
+
+
+def test_new_set_changes_the_seed(app_test):
+    at = _drills(app_test)
+    at.button(key="new_set").click().run()
+    _no_exception(at)
+    seed = at.text_input(key="seed").value
+    assert seed and seed != "classroom"
+    assert dr.make_drill("tokens", seed).prompt in " ".join(m.value for m in at.markdown)
+
+
+# -------------------------------------------------------------- classroom ----
+@pytest.mark.parametrize("flag", ["1", "true"])
+def test_classroom_flag_in_url_turns_it_on(app_test, flag):
+    at = app_test(PAGE, part="Drills", classroom=flag)
+    _no_exception(at)
+    assert at.toggle(key="classroom").value is True
+    css = " ".join(h.proto.body for h in at.get("html"))
+    assert "stSidebar" in css and "display: none" in css and "font-size" in css
+    # without a seed in the URL, classroom mode uses the shared classroom set
+    assert dr.make_drill("tokens", dr.CLASSROOM_SEED).prompt in " ".join(m.value for m in at.markdown)
+
+
+def test_classroom_predict_then_reveal(app_test):
+    at = app_test(PAGE, part="Drills", classroom="true")
+    d = dr.make_drill("speedup", dr.CLASSROOM_SEED)
+    assert "rev_speedup" not in [b.key for b in at.button]           # nothing to reveal before a prediction
+    at.text_input(key="ans_speedup").input("2").run()
+    at.button(key="lock_speedup").click().run()
+    _no_exception(at)
+    assert any("Prediction locked in: **2**" in m.value for m in at.markdown)
+    assert not any("speedup =" in c.value for c in at.code)          # the answer is not shown yet
+    at.button(key="rev_speedup").click().run()
+    _no_exception(at)
+    assert [e.value for e in at.error] == [f"Not quite: the answer is {d.answer():.4g}."]
+    assert any(f"= {d.answer():.2f}x" in c.value for c in at.code)
+    assert at.metric[1].value == f"1 / {len(dr.DRILL_KINDS)}"
+
+
+def test_classroom_empty_prediction_is_not_locked(app_test):
+    at = app_test(PAGE, part="Drills", classroom="true")
+    at.button(key="lock_tokens").click().run()
+    _no_exception(at)
+    assert "rev_tokens" not in [b.key for b in at.button]
+
+
+# ------------------------------------------------------------ other parts ----
+def test_concept_question_wrong_then_right(app_test):
+    at = app_test(PAGE, part="Concepts")
+    _no_exception(at)
+    q = ic.CONCEPT_QUESTIONS[0]
+    wrong = next(i for i, o in enumerate(q.options) if not o.correct)
+    at.radio(key=f"cq_{q.key}").set_value(wrong).run()
+    assert [e.value for e in at.error] == ["Not this one. " + q.options[wrong].why]
+    at.radio(key=f"cq_{q.key}").set_value(q.answer_index).run()
+    assert [s.value for s in at.success] == ["Right. " + q.options[q.answer_index].why]
+
+
+def test_thirty_second_practice(app_test):
+    at = app_test(PAGE, part="30-second")
+    _no_exception(at)
+    assert at.info[0].value == ic.MODEL_ANSWER
+    at.button(key="practice_start").click().run()
+    _no_exception(at)
+    assert not at.info or at.info[0].value != ic.MODEL_ANSWER              # hidden while practising
+    assert any("s left" in p.proto.text for p in at.get("progress"))
+    at.checkbox(key="phrase_0").check().run()
+    at.checkbox(key="phrase_4").check().run()
+    assert any(p.proto.text == f"2 of {len(ic.KEY_PHRASES)} key phrases" for p in at.get("progress"))
+
+
+def test_flashcard_reveal(app_test):
+    at = app_test(PAGE, part="Flashcards", card="3")
+    _no_exception(at)
+    card = ic.FLASHCARDS[2]
+    assert any(card.front in m.value for m in at.markdown)
+    assert not at.latex
+    at.toggle(key="fc_reveal_3").set_value(True).run()
+    assert card.latex in at.latex[0].value
+
+
+def test_walkthrough_reveal_and_next(app_test):
+    at = app_test(PAGE, part="Walkthrough", step="2")
+    _no_exception(at)
+    assert any(p.proto.text.startswith(f"Step 2 of {len(ic.WALKTHROUGH)}") for p in at.get("progress"))
+    step = ic.WALKTHROUGH[1]
+    assert _links(at)[0] == (step.link.page.removeprefix("pages/").removesuffix(".py"), step.link.params)
+    at.toggle(key="walk_reveal_2").set_value(True).run()
+    assert at.success[0].value == ic.reveal_text(step)
+    at.button(key="walk_next").click().run()
+    _no_exception(at)
+    assert at.session_state["step"] == 3
+    assert any(ic.WALKTHROUGH[2].title in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("query", [{"part": "Nonsense"}, {"part": "Flashcards", "card": "99"},
+                                   {"part": "Walkthrough", "step": "0"}, {"part": "Drills", "seed": "x" * 300}])
+def test_bad_urls_give_no_traceback(app_test, query):
+    at = app_test(PAGE, **query)
+    _no_exception(at)
+    assert at.title[0].value == "Interview prep"

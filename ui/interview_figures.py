@@ -1,0 +1,81 @@
+"""Plotly figures for the interview drills: each drill drawn on its curve. Numbers come from the core."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from specdec_core import drills as dr
+from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup
+from specdec_core.roofline import HARDWARE, crossover_batch, ridge, verify_intensity
+from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure
+
+ALPHA_GRID = np.linspace(0.0, 1.0, 201)
+
+
+def _size(fig: go.Figure, large: bool) -> go.Figure:
+    """Projector size (classroom) or laptop size."""
+    fig.update_layout(height=520 if large else 320, font=dict(size=22 if large else 14),
+                      title_font_size=26 if large else 17, margin=dict(t=60, b=60, l=100 if large else 70, r=20))
+    return fig
+
+
+def _speedup_curve(fig: go.Figure, cfg: dict, name: str, colour: str) -> None:
+    """Speedup against alpha at fixed gamma, c, v, with the drill's point marked."""
+    s = speedup(ALPHA_GRID, cfg["gamma"], cfg["c"], cfg["v"])
+    fig.add_trace(go.Scatter(x=ALPHA_GRID, y=s, name=name, line=dict(color=colour)))
+    fig.add_trace(go.Scatter(x=[cfg["alpha"]], y=[speedup(cfg["alpha"], cfg["gamma"], cfg["c"], cfg["v"])],
+                             mode="markers", marker=dict(size=12, color=colour), showlegend=False))
+
+
+def drill_figure(drill: dr.Drill, large: bool = False) -> go.Figure:
+    """The drill on its curve: E[N] or speedup vs alpha, speedup vs gamma, intensity vs batch, or p and q."""
+    d, k = drill.params, drill.kind
+    if k == "tokens":
+        fig = new_figure("E[N] against alpha", xaxis_title="alpha", yaxis_title="tokens per pass")
+        fig.add_trace(go.Scatter(x=ALPHA_GRID, y=expected_tokens(ALPHA_GRID, d["gamma"]), name=f"gamma = {d['gamma']}"))
+        fig.add_trace(go.Scatter(x=[d["alpha"]], y=[expected_tokens(d["alpha"], d["gamma"])], mode="markers",
+                                 marker=dict(size=12, color=ROLE_COLOUR["predicted"]), name="this drill"))
+        fig.add_hline(y=d["gamma"] + 1, line_dash="dash", line_color=ROLE_COLOUR["threshold"],
+                      annotation_text="gamma + 1 ceiling")
+    elif k in ("speedup", "break_even", "compare"):
+        fig = new_figure("Speedup against alpha", xaxis_title="alpha", yaxis_title="speedup (x)")
+        if k == "compare":
+            _speedup_curve(fig, d["A"], "A", OKABE_ITO[0])
+            _speedup_curve(fig, d["B"], "B", OKABE_ITO[1])
+        elif k == "speedup":
+            _speedup_curve(fig, d, "this configuration", OKABE_ITO[0])
+        else:
+            fig.add_trace(go.Scatter(x=ALPHA_GRID, y=speedup(ALPHA_GRID, d["gamma"], d["c"], d["v"]),
+                                     name="speedup"))
+            fig.add_vline(x=break_even_alpha(d["gamma"], d["c"], d["v"]), line_dash="dot",
+                          annotation_text="break-even alpha")
+        fig.add_hline(y=1.0, line_dash="dash", line_color=ROLE_COLOUR["threshold"], annotation_text="no gain")
+    elif k == "best_gamma":
+        g_star, _ = best_gamma(d["alpha"], d["c"], d["v"])
+        gammas = np.arange(0, min(32, 2 * g_star + 4) + 1)
+        colours = [ROLE_COLOUR["accepted"] if g == g_star else OKABE_ITO[5] for g in gammas]
+        fig = new_figure("Speedup against draft length", xaxis_title="gamma", yaxis_title="speedup (x)")
+        fig.add_trace(go.Bar(x=gammas, y=speedup(d["alpha"], gammas, d["c"], d["v"]), marker_color=colours,
+                             name="speedup"))
+    elif k == "crossover":
+        hw = HARDWARE[d["hardware"]]
+        b_star, r = crossover_batch(hw, d["gamma"], d["mode"]), ridge(hw, d["mode"])
+        batch = np.geomspace(1, max(4 * b_star, 16), 100)
+        # Lines as traces, not shapes: shape annotations on log axes take log10 coordinates.
+        fig = new_figure("Verification intensity against batch", xaxis_title="batch B",
+                         yaxis_title="FLOP per byte", xaxis_type="log", yaxis_type="log")
+        fig.add_trace(go.Scatter(x=batch, y=verify_intensity(batch, d["gamma"], d["mode"]), name="verify intensity"))
+        fig.add_trace(go.Scatter(x=batch[[0, -1]], y=[r, r], name=f"ridge {r:.0f}", mode="lines",
+                                 line=dict(dash="dash", color=ROLE_COLOUR["threshold"])))
+        fig.add_trace(go.Scatter(x=[b_star], y=[r], name=f"crossover B = {b_star:.1f}", mode="markers",
+                                 marker=dict(size=13, symbol="diamond", color=ROLE_COLOUR["predicted"])))
+    else:  # alpha_pq
+        p, q = np.array(d["p"]), np.array(d["q"])
+        x = [f"token {i}" for i in range(len(p))]
+        fig = new_figure("p, q and their overlap min(p, q)", yaxis_title="probability", barmode="group")
+        fig.add_trace(go.Bar(x=x, y=p, name="p (target)", marker_color=ROLE_COLOUR["target"]))
+        fig.add_trace(go.Bar(x=x, y=q, name="q (draft)", marker_color=ROLE_COLOUR["draft"]))
+        fig.add_trace(go.Bar(x=x, y=dr.overlap(d["p"], d["q"]), name="min(p, q): accepted", marker_color=ROLE_COLOUR["accepted"],
+                             marker_pattern_shape="/"))
+    return _size(fig, large)

@@ -1,0 +1,239 @@
+"""Widgets for the interview page: one render function per section, state kept in st.session_state.
+
+Answer boxes, ticks and reveals are deliberately not bound to the URL: a shared link should carry the
+view (section, seed, card, step, classroom mode), never a student's answers.
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from specdec_core import drills as dr
+from specdec_core import interview_content as ic
+from ui.interview_figures import drill_figure
+
+SCORE = "iv_score"          # {(seed, kind): bool}, the latest verdict per drill of the current set
+GRADES = "iv_grades"        # {(seed, kind): Grade}
+LOCKED = "iv_locked"        # {(seed, kind): str}, classroom predictions committed before the reveal
+REVEALED = "iv_revealed"    # {(seed, kind)}
+
+
+def _state(name: str, default):
+    """st.session_state[name], created with ``default`` on first use."""
+    if name not in st.session_state:
+        st.session_state[name] = default
+    return st.session_state[name]
+
+
+def classroom_css() -> str:
+    """Projector CSS: larger type and widgets, the sidebar and its toggle hidden."""
+    return """<style>
+    [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
+    [data-testid="stExpandSidebarButton"] { display: none !important; }
+    .stMainBlockContainer, [data-testid="stMainBlockContainer"] { max-width: 1500px; }
+    [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
+    [data-testid="stWidgetLabel"] p, .stRadio label p, .stTextInput input { font-size: 1.55rem !important; }
+    [data-testid="stCode"] code, .stCode code { font-size: 1.3rem !important; }
+    .katex { font-size: 1.6em !important; }
+    h1 { font-size: 3.2rem !important; } h2, h3 { font-size: 2.3rem !important; }
+    [data-testid="stMetricValue"], [data-testid="stMetricValue"] div { font-size: 3rem !important; }
+    [data-testid="stMetricLabel"] p, [data-testid="stCaptionContainer"] { font-size: 1.3rem !important; }
+    .stButton button p { font-size: 1.4rem !important; }
+    </style>"""
+
+
+# ------------------------------------------------------------ checklist ----
+def render_checklist() -> None:
+    """The five points, each with its explanation and a link to the page state that shows it."""
+    st.subheader("What interviewers listen for")
+    for i, item in enumerate(ic.CHECKLIST, start=1):
+        with st.container(border=True):
+            st.markdown(f"**{i}. {item.point}**")
+            st.markdown(item.explanation)
+            st.page_link(item.link.page, label=item.link.label, icon=":material/open_in_new:",
+                         query_params=item.link.params)
+
+
+# ---------------------------------------------------------------- drills ----
+def render_drills(seed: str, classroom: bool) -> None:
+    """One drill of each kind for ``seed``; graded answers, or predict-then-reveal in classroom mode."""
+    score = _state(SCORE, {})
+    mine = [ok for (s, _), ok in score.items() if s == seed]
+    cols = st.columns([1, 1, 3])
+    cols[0].metric("Score", f"{sum(mine)} / {len(dr.DRILL_KINDS)}", help="Latest answer to each drill of this set.")
+    cols[1].metric("Answered", f"{len(mine)} / {len(dr.DRILL_KINDS)}")
+    cols[2].caption(f"Graded {dr.TOLERANCE_TEXT}. Answers rounded to two decimals always pass; "
+                    "typed units such as '2.8x' are fine.")
+    for i, drill in enumerate(dr.drill_set(seed), start=1):
+        with st.container(border=True):
+            st.markdown(f"**Drill {i}. {dr.DRILL_TITLES[drill.kind]}**")
+            st.markdown(drill.prompt)
+            if classroom:
+                _predict_then_reveal(drill, seed)
+            else:
+                _graded(drill, seed)
+
+
+def _record(drill: dr.Drill, seed: str, response: str) -> None:
+    """Grade ``response`` and keep the verdict; invalid input is reported, not scored."""
+    g = dr.grade(drill, response)
+    _state(GRADES, {})[(seed, drill.kind)] = g
+    if g.valid:
+        _state(SCORE, {})[(seed, drill.kind)] = g.correct
+
+
+def _on_check(drill: dr.Drill, seed: str) -> None:
+    _record(drill, seed, st.session_state.get(f"ans_{drill.kind}", ""))
+
+
+def _answer_box(drill: dr.Drill, label: str, disabled: bool = False) -> None:
+    if drill.answer_type == "choice":
+        st.radio(label, ["A", "B"], index=None, key=f"ans_{drill.kind}", horizontal=True, disabled=disabled)
+    else:
+        st.text_input(label, key=f"ans_{drill.kind}", disabled=disabled, placeholder="a number, e.g. 2.53")
+
+
+def _graded(drill: dr.Drill, seed: str) -> None:
+    """Answer box, Check button, verdict and (after any graded attempt) the worked solution."""
+    grades = _state(GRADES, {})
+    _answer_box(drill, "Your answer")
+    st.button("Check", key=f"chk_{drill.kind}", on_click=_on_check, args=(drill, seed))
+    g = grades.get((seed, drill.kind))
+    if g is None:
+        return
+    if not g.valid:
+        st.warning(g.message)
+    elif g.correct:
+        st.success(g.message, icon=":material/check_circle:")
+    else:
+        st.error(g.message, icon=":material/cancel:")
+    if g.valid:
+        _solution(drill, large=False)
+
+
+def _predict_then_reveal(drill: dr.Drill, seed: str) -> None:
+    """Classroom: the class commits to a prediction, then the answer and the working appear."""
+    locked, revealed = _state(LOCKED, {}), _state(REVEALED, set())
+    key = (seed, drill.kind)
+    if key not in locked:
+        _answer_box(drill, "The class predicts")
+
+        def _lock() -> None:
+            guess = str(st.session_state.get(f"ans_{drill.kind}") or "").strip()
+            if guess:
+                st.session_state[LOCKED][key] = guess
+
+        st.button("Lock in the prediction", key=f"lock_{drill.kind}", on_click=_lock)
+        st.caption("Commit to a number before anyone sees the answer.")
+        return
+    st.markdown(f"Prediction locked in: **{locked[key]}**")
+    if key not in revealed:
+        def _reveal() -> None:
+            st.session_state[REVEALED].add(key)
+            _record(drill, seed, locked[key])
+
+        st.button("Reveal the answer", key=f"rev_{drill.kind}", on_click=_reveal, type="primary")
+        return
+    g = _state(GRADES, {}).get(key)
+    if g is not None:
+        (st.success if g.correct else st.error)(g.message)
+    _solution(drill, large=True)
+
+
+def _solution(drill: dr.Drill, large: bool) -> None:
+    """The governing formula, the worked lines, and the drill on its curve."""
+    with st.expander("Worked solution", expanded=True):
+        st.latex(drill.formula())
+        st.code("\n".join(drill.solution()), language=None, wrap_lines=True)
+        # Streamlit's chart theme would override the projector font sizes, so large figures opt out.
+        st.plotly_chart(drill_figure(drill, large), key=f"fig_{drill.kind}", width="stretch",
+                        theme=None if large else "streamlit")
+
+
+# ------------------------------------------------------ concept questions ----
+def render_concepts() -> None:
+    """Multiple choice on the seed's traps; every option, right or wrong, explains itself."""
+    st.subheader("Concept questions: the traps")
+    for i, q in enumerate(ic.CONCEPT_QUESTIONS, start=1):
+        with st.container(border=True):
+            st.markdown(f"**{i}. {q.question}**  \n*Trap: {q.trap}*")
+            labels = [o.text for o in q.options]
+            pick = st.radio("Your choice", range(len(labels)), format_func=lambda j, L=labels: L[j],
+                            index=None, key=f"cq_{q.key}", label_visibility="collapsed")
+            if pick is None:
+                continue
+            ok, why = ic.check_choice(q, pick)
+            (st.success if ok else st.error)(("Right. " if ok else "Not this one. ") + why)
+            if not ok:
+                with st.expander("Try again, or show the right answer"):
+                    st.markdown(q.options[q.answer_index].text)
+
+
+# --------------------------------------------------- the 30-second answer ----
+T0, RUNNING = "iv_t0", "iv_running"
+
+
+def render_thirty_seconds() -> None:
+    """A model answer, then a timed practice with the key phrases to tick off."""
+    st.subheader("Say it in 30 seconds")
+    running = _state(RUNNING, False)
+    if not running:
+        st.info(ic.MODEL_ANSWER)
+
+    def _start() -> None:
+        st.session_state[T0], st.session_state[RUNNING] = time.monotonic(), True
+
+    st.button("Start a 30-second practice" if not running else "Restart", key="practice_start",
+              on_click=_start, icon=":material/timer:")
+    if running:
+        st.caption("The model answer is hidden while you practise. Speak out loud.")
+        _countdown()
+    st.markdown("**Key phrases: tick what you said**")
+    ticked = sum(bool(st.checkbox(p, key=f"phrase_{i}")) for i, p in enumerate(ic.KEY_PHRASES))
+    st.progress(ticked / len(ic.KEY_PHRASES), text=f"{ticked} of {len(ic.KEY_PHRASES)} key phrases")
+
+
+@st.fragment(run_every=1)
+def _countdown() -> None:
+    """Reruns every second while practice runs; a full rerun at zero stops it."""
+    left = ic.PRACTICE_SECONDS - (time.monotonic() - st.session_state[T0])
+    if left <= 0:
+        st.session_state[RUNNING] = False
+        st.rerun()
+    st.progress(left / ic.PRACTICE_SECONDS, text=f"{left:.0f} s left")
+
+
+# ------------------------------------------------------------ flashcards ----
+def render_flashcards(index: int) -> None:
+    """One card: the name of a formula; reveal shows the formula and why it matters."""
+    card = ic.FLASHCARDS[index - 1]
+    with st.container(border=True):
+        st.markdown(f"### {card.front}")
+        if st.toggle("Reveal", key=f"fc_reveal_{index}"):
+            st.latex(card.latex)
+            st.caption(card.note)
+
+
+# ----------------------------------------------------------- walkthrough ----
+def render_walkthrough(step: int) -> None:
+    """Step ``step`` (1-based): open a page in a state, answer before revealing, go on."""
+    steps = ic.WALKTHROUGH
+    s = steps[step - 1]
+    left = sum(x.minutes for x in steps[step - 1:])
+    st.progress(step / len(steps), text=f"Step {step} of {len(steps)}, about {left} min to go")
+    with st.container(border=True):
+        st.markdown(f"### {step}. {s.title}")
+        st.page_link(s.link.page, label=f"Open: {s.link.url}", icon=":material/open_in_new:",
+                     query_params=s.link.params)
+        st.markdown(f"**Answer before you reveal:** {s.question}")
+        if st.toggle("Reveal", key=f"walk_reveal_{step}"):
+            st.success(ic.reveal_text(s))
+    if step < len(steps):
+        def _next() -> None:
+            st.session_state["step"] = step + 1
+
+        st.button(f"Next step: {steps[step].title}", key="walk_next", on_click=_next, icon=":material/arrow_forward:")
+    else:
+        st.success("Done: you have been through the whole app.")
