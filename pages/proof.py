@@ -162,14 +162,17 @@ def exhaustive_section() -> None:
     """The seed's 10,000-pair check and the identical-draft edge case, computed live."""
     r = exhaustive()
     law, alpha = emitted_distribution([1.0, 0.0], [1.0, 0.0])
-    cols = st.columns(4)
+    cols = st.columns(3)
     cols[0].metric("random pairs", f"{int(r['pairs']):,}")
     cols[1].metric("max |emitted - p|", f"{r['max_law_error']:.1e}")
     cols[2].metric("max |alpha - (1 - TV)|", f"{r['max_alpha_error']:.1e}")
-    cols[3].metric(f"p = q = [1, 0]: emitted (alpha = {alpha:g})", f"[{law[0]:g}, {law[1]:g}]",
-                   help="The residual is empty; the core returns r = p instead of dividing 0 by 0.")
     st.caption(f"V uniform in 2..49, p ~ Dirichlet(1), q ~ Dirichlet(0.3), seed 0; zero-padded to 49 tokens and "
                f"computed in one batched call ({r['ms']:.0f} ms here). The errors are floating-point rounding.")
+    cols = st.columns(3)
+    cols[0].metric("identical draft p = q = [1, 0]: emitted", f"[{law[0]:g}, {law[1]:g}]")
+    cols[1].metric("identical draft: alpha", f"{alpha:g}")
+    cols[2].caption("The residual (p - q)+ is empty here. A naive normalisation divides 0 by 0; the core "
+                    "returns r = p instead, which is never drawn because 1 - alpha = 0.")
 
 
 def multiposition_section() -> None:

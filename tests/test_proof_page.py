@@ -116,6 +116,7 @@ def test_exhaustive_check_and_identical_draft_are_shown(app_test):
     assert _metric(at, "random pairs") == "10,000"
     assert float(_metric(at, "max |emitted - p|")) < 1e-15
     assert float(_metric(at, "max |alpha - (1 - TV)|")) < 1e-15
-    assert _metric(at, "p = q = [1, 0]: emitted (alpha = 1)") == "[1, 0]"
+    assert _metric(at, "identical draft p = q = [1, 0]: emitted") == "[1, 0]"
+    assert _metric(at, "identical draft: alpha") == "1"
     assert float(_metric(at, "max |emitted joint - target joint|")) < 1e-15
     assert at.latex, "the explanation's formulas are missing"

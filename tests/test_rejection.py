@@ -263,3 +263,28 @@ def test_two_position_enumeration_is_sensitive_to_a_wrong_rule():
 
 def test_empirical_law_counts():
     np.testing.assert_array_equal(empirical_law(np.array([0, 2, 2, 2]), 4), [0.25, 0, 0.75, 0])
+
+
+# ---------------------------------------------------------- property test ----
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _law(weights: list[float]) -> np.ndarray:
+    w = np.asarray(weights)
+    return w / w.sum()
+
+
+_entry = st.one_of(st.just(0.0), st.floats(1e-6, 1.0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_entry, min_size=2, max_size=50).filter(lambda w: sum(w) > 0), st.booleans(), st.data())
+def test_exact_law_identity_for_arbitrary_pairs(wp, same, data):
+    """Any p, q over the same vocabulary (zeros, ties and p == q included): law == p, alpha == 1 - TV."""
+    wq = wp if same else data.draw(st.lists(_entry, min_size=len(wp), max_size=len(wp)).filter(lambda w: sum(w) > 0))
+    p, q = _law(wp), _law(wq)
+    with np.errstate(all="raise", under="ignore"):
+        law, alpha = emitted_distribution(p, q)
+    np.testing.assert_allclose(law, p, atol=4e-16)
+    assert abs(alpha - (1.0 - total_variation(p, q))) < 1e-15
