@@ -68,7 +68,8 @@ class ProbeResult:
     weight_bytes: float                              # bytes per weight
     tokens: list[int] = field(default_factory=list)
     measured_s: list[float] = field(default_factory=list)   # median per pass
-    spread_s: list[tuple[float, float]] = field(default_factory=list)  # (min, max) per pass
+    spread_s: list[tuple[float, float]] = field(default_factory=list)  # (25th, 75th percentile) per pass
+    n_samples: list[int] = field(default_factory=list)      # timed passes per token count
     model_s: list[float] = field(default_factory=list)
     peak_flops: float = 0.0                          # measured matmul rate, FLOP/s
     bandwidth: float = 0.0                           # measured copy bandwidth, byte/s (read + write)
@@ -127,6 +128,15 @@ def time_call(fn: Callable[[], object], dev: torch.device, repeats: int) -> list
     return out
 
 
+def timed_once(fn: Callable[[], object], dev: torch.device) -> float:
+    """Wall-clock seconds of one synchronised call (no warm-up)."""
+    _sync(dev)
+    t0 = time.perf_counter()
+    fn()
+    _sync(dev)
+    return time.perf_counter() - t0
+
+
 def measure_matmul_rate(dev: torch.device, dtype: torch.dtype, n: int, repeats: int = 3) -> float:
     """FLOP/s of an n x n x n matmul: 2 n^3 / best time (a ceiling: noise only slows a run down)."""
     a = torch.randn(n, n, device=dev, dtype=dtype)   # (n, n)
@@ -181,23 +191,34 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
     weights = make_stack(shape, dev, dtype, seed)
 
     counts = [2**k for k in range(int(np.log2(max_tokens)) + 1)]
-    sweep_budget = max(budget_s - (time.perf_counter() - start), 0.5)
-    sweep_start, last = time.perf_counter(), 0.0
+    sweep_budget = max(budget_s - (time.perf_counter() - start), 1.0)
+    sweep_start = time.perf_counter()
+    samples: dict[int, list[float]] = {}
+    inputs: dict[int, torch.Tensor] = {}
     with torch.inference_mode():
+        # Discovery: one warm-up and one timed pass per T, doubling while half the budget allows.
         for i, t in enumerate(counts):
             spent = time.perf_counter() - sweep_start
-            expected = max(last, 1e-6) * 2.0                    # at worst twice the last pass
-            if i >= 3 and spent + 4 * expected > sweep_budget:
+            last = samples[counts[i - 1]][0] if i else 0.0
+            if i >= 3 and spent + 4 * last > sweep_budget / 2:   # the next pass takes up to ~2x the last
                 break
-            slice_s = (sweep_budget - spent) / (len(counts) - i)          # fair share of what is left
-            repeats = int(np.clip(slice_s / (2 * expected), 3, 50))
-            x = torch.randn(t, shape.hidden, device=dev, dtype=dtype)  # (T, d)
-            times = time_call(lambda: run_stack(x, weights, shape), dev, repeats)
-            last = float(np.median(times))
-            res.tokens.append(t)
-            res.measured_s.append(last)
-            res.spread_s.append((float(min(times)), float(max(times))))
-            yield ProbeEvent(0.12 + 0.85 * (i + 1) / len(counts), f"T = {t}: {last * 1e3:.2f} ms (median of {repeats})")
+            inputs[t] = torch.randn(t, shape.hidden, device=dev, dtype=dtype)  # (T, d)
+            samples[t] = time_call(lambda: run_stack(inputs[t], weights, shape), dev, 1)
+            yield ProbeEvent(0.12 + 0.4 * (i + 1) / len(counts), f"T = {t}: {samples[t][0] * 1e3:.2f} ms (first pass)")
+        # Round-robin repeats over every T, so that load from other processes hits all T alike.
+        rounds, max_rounds = 1, 30
+        round_s = sum(v[0] for v in samples.values())
+        while rounds < max_rounds and (rounds < 3 or time.perf_counter() - sweep_start + round_s < sweep_budget):
+            for t in samples:
+                samples[t].append(timed_once(lambda: run_stack(inputs[t], weights, shape), dev))
+            rounds += 1
+            left = max(sweep_budget - (time.perf_counter() - sweep_start), 0.0)
+            yield ProbeEvent(min(0.52 + 0.45 * (1 - left / sweep_budget), 0.97), f"round {rounds}: {len(samples)} token counts")
+    for t, times in samples.items():
+        res.tokens.append(t)
+        res.measured_s.append(float(np.median(times)))
+        res.spread_s.append((float(np.percentile(times, 25)), float(np.percentile(times, 75))))
+        res.n_samples.append(len(times))
 
     act = shape.act_elems_per_token * elt
     res.model_s = [float(x) for x in linear_stack_time(shape.n_weights, res.tokens, elt, res.peak_flops,

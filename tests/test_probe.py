@@ -39,7 +39,8 @@ def test_result_structure_and_sane_numbers(run):
     assert res.tokens[:3] == [1, 2, 4] and res.tokens == [2**k for k in range(len(res.tokens))]
     assert max(res.tokens) <= 16
     n = len(res.tokens)
-    assert len(res.measured_s) == len(res.model_s) == len(res.spread_s) == n
+    assert len(res.measured_s) == len(res.model_s) == len(res.spread_s) == len(res.n_samples) == n
+    assert min(res.n_samples) == max(res.n_samples) >= 3        # round-robin: every T timed equally often
     for m, (lo, hi), p in zip(res.measured_s, res.spread_s, res.model_s):
         assert 0 < lo <= m <= hi and math.isfinite(hi)
         assert 0 < p and math.isfinite(p)

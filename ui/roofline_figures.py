@@ -1,0 +1,148 @@
+"""Plotly figure builders for the roofline page. Numbers come from specdec_core; no streamlit here."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from specdec_core import roofline as rl
+from specdec_core.steptime import SpecCurve, StepTime
+from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure
+
+MODEL_LABEL = "roofline model, not a measurement"
+LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0)
+
+
+def _titled(title: str, subtitle: str = MODEL_LABEL, **layout) -> go.Figure:
+    """A figure whose subtitle says what kind of number it shows."""
+    layout.setdefault("margin", dict(t=80, b=40))
+    layout.setdefault("legend", LEGEND_BELOW)
+    layout.setdefault("height", 460)
+    return new_figure(title=dict(text=title, subtitle=dict(text=subtitle)), **layout)
+
+
+def _vline(fig: go.Figure, x: float, text: str, colour: str, dash: str, log_x: bool, y: float = 1.0,
+           anchor: str = "left") -> None:
+    """A vertical line with a label; on a log axis an annotation's x is log10(x) (plotly's convention)."""
+    fig.add_vline(x=x, line=dict(color=colour, dash=dash, width=2))
+    fig.add_annotation(x=float(np.log10(x)) if log_x else x, y=y, yref="paper", text=text, showarrow=False,
+                       xanchor=anchor, yanchor="top", xshift=4 if anchor == "left" else -4,
+                       font=dict(color=colour, size=12), bgcolor="rgba(255,255,255,0.8)")
+
+
+def _hline(fig: go.Figure, y: float, text: str, colour: str, dash: str, log_y: bool) -> None:
+    """A horizontal line with a label at the left; on a log axis the annotation's y is log10(y)."""
+    fig.add_hline(y=y, line=dict(color=colour, dash=dash, width=2))
+    fig.add_annotation(x=0.01, xref="paper", y=float(np.log10(y)) if log_y else y, text=text, showarrow=False,
+                       xanchor="left", yanchor="bottom", font=dict(color=colour, size=12),
+                       bgcolor="rgba(255,255,255,0.8)")
+
+
+def roofline_figure(hw: rl.Hardware, mode: str, batch: int, gamma: int) -> go.Figure:
+    """Log-log attainable TFLOP/s against intensity, the ridge, and a decode and a verify point at batch B."""
+    ridge = rl.ridge(hw, mode)
+    x = np.geomspace(0.1, max(1e4, 10 * ridge), 300)
+    y = np.asarray(rl.attainable_flops(hw, x, mode)) / rl.TERA
+    fig = _titled(f"The roofline: {hw.name}, {mode}",
+                  xaxis=dict(type="log", title="arithmetic intensity (FLOP per byte)"),
+                  yaxis=dict(type="log", title="attainable TFLOP/s"), hovermode="closest")
+    fig.add_scatter(x=x, y=y, mode="lines", name="min(peak, intensity x bandwidth)",
+                    line=dict(color=ROLE_COLOUR["predicted"], width=3))
+    _vline(fig, ridge, f"ridge {ridge:.0f}", ROLE_COLOUR["threshold"], "dash", log_x=True, y=0.08)
+    points = [(f"plain decode, B = {batch}", float(rl.decode_intensity(batch, mode)), "circle", OKABE_ITO[1]),
+              (f"verify, B = {batch}, gamma = {gamma}", float(rl.verify_intensity(batch, gamma, mode)),
+               "diamond", OKABE_ITO[2])]
+    for name, i, symbol, colour in points:
+        fig.add_scatter(x=[i], y=[float(rl.attainable_flops(hw, i, mode)) / rl.TERA], mode="markers", name=name,
+                        marker=dict(size=14, symbol=symbol, color=colour, line=dict(width=1, color="#222")),
+                        hovertemplate=f"{name}<br>intensity %{{x:.0f}} FLOP/byte<br>%{{y:.0f}} TFLOP/s<extra></extra>")
+    return fig
+
+
+def intensity_figure(hw: rl.Hardware, mode: str, gammas: Sequence[int], max_batch: int = 1024) -> go.Figure:
+    """Verify intensity against batch for several gamma, the ridge, and each gamma's crossover batch."""
+    b = np.geomspace(1, max_batch, 200)
+    ridge = rl.ridge(hw, mode)
+    fig = _titled(f"Verify intensity against batch, {mode}",
+                  xaxis=dict(type="log", title="batch B"), yaxis=dict(type="log", title="FLOP per byte"))
+    for k, g in enumerate(gammas):
+        colour = OKABE_ITO[k % len(OKABE_ITO)]
+        fig.add_scatter(x=b, y=rl.verify_intensity(b, g, mode), mode="lines", name=f"gamma = {g}",
+                        line=dict(color=colour, width=2.5))
+        bx = rl.crossover_batch(hw, g, mode)
+        if 1 <= bx <= max_batch:
+            fig.add_scatter(x=[bx], y=[ridge], mode="markers", showlegend=False, marker=dict(size=11, color=colour),
+                            hovertemplate=f"gamma = {g}: crossover B = {bx:.0f}<extra></extra>")
+    _hline(fig, ridge, f"ridge {ridge:.0f} FLOP/byte", ROLE_COLOUR["threshold"], "dash", log_y=True)
+    return fig
+
+
+def steptime_figure(batch: np.ndarray, st: StepTime, title: str) -> go.Figure:
+    """Memory time stacked as weights + KV + activations, compute time as a line, and the step time = max."""
+    fig = _titled(title, xaxis=dict(type="log", title="batch B"), yaxis=dict(title="time per pass (ms)"))
+    parts = [("weights", st.weights_s, OKABE_ITO[0]), ("KV cache", st.kv_s, OKABE_ITO[1]),
+             ("activations", st.activations_s, OKABE_ITO[4])]
+    for name, secs, colour in parts:
+        fig.add_scatter(x=batch, y=secs * 1e3, mode="lines", stackgroup="memory", name=f"memory: {name}",
+                        line=dict(color=colour, width=0.5))
+    fig.add_scatter(x=batch, y=st.compute_s * 1e3, mode="lines", name="compute (FLOPs / peak)",
+                    line=dict(color=OKABE_ITO[3], width=2.5, dash="dot"))
+    fig.add_scatter(x=batch, y=st.total_s * 1e3, mode="lines", name="step time = max(memory, compute)",
+                    line=dict(color=ROLE_COLOUR["predicted"], width=3))
+    return fig
+
+
+def speedup_figure(curves: Mapping[int, SpecCurve], crossings: Mapping[int, float | None],
+                   weight_only_b: float, memory_limits: Mapping[int, float | None], chosen: int) -> go.Figure:
+    """Speedup against batch for several contexts; where each crosses 1, the weight-only crossover, HBM limits."""
+    fig = _titled("Speedup against batch, by context length", xaxis=dict(type="log", title="batch B"),
+                  yaxis=dict(title="speedup over plain decoding (x)"), hovermode="closest")
+    for k, (ctx, cur) in enumerate(sorted(curves.items())):
+        colour = OKABE_ITO[k % len(OKABE_ITO)]
+        width = 4 if ctx == chosen else 2
+        fig.add_scatter(x=cur.batch, y=cur.speedup, mode="lines", name=f"context {ctx:,}",
+                        line=dict(color=colour, width=width))
+        bx = crossings.get(ctx)
+        if bx is not None and bx > 1:
+            fig.add_scatter(x=[bx], y=[1.0], mode="markers", showlegend=False,
+                            marker=dict(size=12, symbol="x", color=colour, line=dict(width=2, color=colour)),
+                            hovertemplate=f"context {ctx:,}: speedup = 1 at B = {bx:.0f}<extra></extra>")
+        lim = memory_limits.get(ctx)
+        if lim is not None and 1 <= lim <= cur.batch[-1]:
+            y = float(np.interp(np.log(lim), np.log(cur.batch), cur.speedup))
+            fig.add_scatter(x=[lim], y=[y], mode="markers", showlegend=False,
+                            marker=dict(size=12, symbol="line-ns-open", color=colour, line=dict(width=3)),
+                            hovertemplate=f"context {ctx:,}: HBM full at B = {lim:.0f}<extra></extra>")
+    for name, symbol in [("speedup falls to 1", "x"), ("HBM full (weights + KV)", "line-ns-open")]:
+        fig.add_scatter(x=[None], y=[None], mode="markers", name=name,
+                        marker=dict(size=12, symbol=symbol, color="#555555", line=dict(width=2, color="#555555")))
+    _hline(fig, 1.0, "no gain (speedup 1)", "#555555", "dash", log_y=False)
+    _vline(fig, weight_only_b, f"weight-only crossover B = {weight_only_b:.0f}", ROLE_COLOUR["threshold"], "dot",
+           log_x=True)
+    return fig
+
+
+def probe_figure(res) -> go.Figure:
+    """Measured time per pass against tokens per pass, with the model from the measured ceilings and both knees."""
+    fig = new_figure(title=dict(text=f"Measured on {res.device} vs the roofline model",
+                                subtitle=dict(text=f"{res.shape.name}, {res.dtype}: measured points are "
+                                                   "measurements; the line is the roofline model")),
+                     xaxis=dict(type="log", title="tokens per pass T"), yaxis=dict(type="log", title="ms per pass"),
+                     margin=dict(t=80, b=40), legend=LEGEND_BELOW, height=460, hovermode="closest")
+    lo = [m - s[0] for m, s in zip(res.measured_s, res.spread_s)]
+    hi = [s[1] - m for m, s in zip(res.measured_s, res.spread_s)]
+    fig.add_scatter(x=res.tokens, y=np.array(res.model_s) * 1e3, mode="lines",
+                    name="roofline model (measured ceilings)", line=dict(color=ROLE_COLOUR["predicted"], width=3))
+    fig.add_scatter(x=res.tokens, y=np.array(res.measured_s) * 1e3, mode="markers+lines", name="measured (median, IQR bars)",
+                    marker=dict(size=10, color=ROLE_COLOUR["measured"], symbol="circle"),
+                    line=dict(color=ROLE_COLOUR["measured"], width=1),
+                    error_y=dict(type="data", symmetric=False, array=np.array(hi) * 1e3,
+                                 arrayminus=np.array(lo) * 1e3))
+    _vline(fig, res.knee_model, f"model knee {res.knee_model:.0f}", ROLE_COLOUR["predicted"], "dash",
+           log_x=True, anchor="right")
+    if res.knee_reached:
+        _vline(fig, res.knee_measured, f"measured knee {res.knee_measured:.0f}", ROLE_COLOUR["measured"], "dot",
+               log_x=True, y=0.9)
+    return fig
