@@ -311,3 +311,49 @@ def test_seed_table_rows():
         assert (r["gamma"], r["speedup"]) == (g, s)
         assert r["speedup"] == pytest.approx(r["tokens"] / r["cost"])
     assert rows[2]["alpha"] == 0.7 and rows[2]["gamma"] == 4 and round(rows[2]["speedup"], 2) == 1.98
+
+
+# ------------------------------------------------------------------ heatmap helpers ----
+@pytest.mark.parametrize("v", [0.5, 1.0, 1.3, 3.5])
+def test_best_gamma_map_matches_the_generic_grid(v):
+    a, c = np.linspace(0, 1, 61), np.linspace(0, 1, 47)
+    g_map, s_map = alg.best_gamma_map(a, c, v, 32)
+    g_grid, s_grid = alg.best_gamma_grid(a[:, None], c[None, :], v, 32)
+    np.testing.assert_allclose(s_map, s_grid, rtol=1e-12)
+    # Gammas agree except at rounding-level near-ties (c = 0, where alpha^g falls below one ulp of E[N]).
+    differ = g_map != g_grid
+    ii, jj = np.nonzero(differ)
+    near_tie = np.abs(alg.speedup(a[ii], g_map[differ], c[jj], v) - alg.speedup(a[ii], g_grid[differ], c[jj], v))
+    assert np.all(near_tie < 1e-12)
+    assert np.all(c[jj] == 0.0)
+
+
+def test_best_gamma_map_edges():
+    g, s = alg.best_gamma_map([0.0, 1.0], [0.0, 0.5], 1.0, 8)
+    assert g.tolist() == [[0, 0], [8, 8]]                               # alpha 1: (g+1)/(g c + 1) increases
+    assert s.tolist() == [[1.0, 1.0], [9.0, 9 / 5]]
+
+
+@pytest.mark.parametrize("v", [0.5, 1.0, 1.3, 3.5])
+def test_break_even_boundary_is_min_over_gamma(v):
+    cs = np.linspace(0, 1, 41)
+    got = alg.break_even_boundary(cs, v, 32)
+    for c, b in zip(cs, got):
+        options = [x for x in (alg.break_even_alpha(g, c, v) for g in range(1, 33)) if x is not None]
+        if options:
+            assert b == pytest.approx(min(options), abs=1e-13)
+        else:
+            assert b == np.inf
+    if v == 1.0:
+        np.testing.assert_allclose(got, cs, atol=1e-13)                 # gamma = 1 pays iff alpha > c
+    with pytest.raises(ValueError, match=">= 1"):
+        alg.break_even_boundary(cs, v, 0)
+
+
+def test_reported_vs_predicted():
+    out = alg.reported_vs_predicted(0.75, 7, 0.015, 3.4)
+    assert round(out["predicted"], 2) == 3.26 and round(out["ratio"], 2) == 1.04
+    assert alg.speedup(0.75, 7, out["implied_c"]) == pytest.approx(3.4)
+    assert alg.reported_vs_predicted(0.65, 5, 0.015, 3.1)["implied_c"] is None
+    with pytest.raises(ValueError, match="reported must be > 0"):
+        alg.reported_vs_predicted(0.75, 7, 0.015, 0.0)

@@ -219,3 +219,42 @@ def test_seed_tables_are_computed(app_test):
 def test_greedy_note(app_test):
     at = app_test(PAGE)
     assert any("argmax" in m.value and "match rate" in m.value for m in at.markdown)
+
+
+def _array(x) -> np.ndarray:
+    """A Plotly spec array: a plain list, or {'dtype', 'bdata', 'shape'} base64 typed array."""
+    if isinstance(x, dict):
+        import base64
+
+        arr = np.frombuffer(base64.b64decode(x["bdata"]), dtype=np.dtype(x["dtype"]))
+        return arr.reshape([int(d) for d in str(x.get("shape", arr.size)).split(",")])
+    return np.asarray(x)
+
+
+def _charts(at) -> list[dict]:
+    import json
+
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def test_figures_plot_the_core_numbers(app_test):
+    at = app_test(PAGE, alpha="0.8", gamma="4", c="0.05", v="3.5")
+    gamma_fig, alpha_fig, heat, pmf_fig = _charts(at)
+    gs = np.arange(17)
+    np.testing.assert_allclose(_array(gamma_fig["data"][0]["y"]), alg.expected_tokens(0.8, gs))
+    np.testing.assert_allclose(_array(gamma_fig["data"][1]["y"]), alg.speedup(0.8, gs, 0.05, 3.5))
+    star = gamma_fig["data"][-1]
+    assert (star["x"][0], star["y"][0]) == pytest.approx(alg.best_gamma(0.8, 0.05, 3.5, 16))
+    curves = {t["name"]: _array(t["y"]) for t in alpha_fig["data"] if t["name"].startswith("gamma")}
+    np.testing.assert_allclose(curves["gamma = 8"], alg.speedup(np.linspace(0, 1, 101), 8, 0.05, 3.5))
+    a, cs = np.linspace(0, 1, 201), np.linspace(0, 0.5, 201)
+    g, s = alg.best_gamma_map(a, cs, 3.5, 32)
+    np.testing.assert_array_equal(_array(heat["data"][0]["z"]), s.astype(np.float32))
+    np.testing.assert_array_equal(_array(heat["data"][1]["z"]), g)
+    line = heat["data"][2]
+    b = alg.break_even_boundary(cs, 3.5, 32)
+    np.testing.assert_allclose(_array(line["y"]), b[np.isfinite(b)])
+    exact, simulated = pmf_fig["data"][0], pmf_fig["data"][1]
+    np.testing.assert_allclose(_array(exact["y"]), alg.accepted_length_pmf(0.8, 4))
+    freq = np.bincount(simulate_tokens_per_step(np.full(4, 0.8), 200_000, seed=0) - 1, minlength=5) / 200_000
+    np.testing.assert_allclose(_array(simulated["y"]), freq)

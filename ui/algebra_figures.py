@@ -85,11 +85,15 @@ def heatmap_figure(
     cs: NDArray[np.float64],
     best_speedup: NDArray[np.float64],
     best_gamma: NDArray[np.int64],
+    boundary: NDArray[np.float64],
     current: tuple[float, float],
     v: float,
     speedup_cap: float = 5.0,
 ) -> go.Figure:
-    """Best speedup (left, colours saturate at speedup_cap) and best gamma (right), speedup = 1 contour on both."""
+    """Best speedup (left, colours saturate at speedup_cap) and best gamma (right); the break-even line on both.
+
+    boundary[j] is the smallest alpha that pays at cs[j] (inf where none does; those points are left out).
+    """
     s32 = best_speedup.astype(np.float32)                                     # (A, C), sent as a typed array
     g16 = best_gamma.astype(np.int16)                                         # (A, C)
     data = [
@@ -100,10 +104,11 @@ def heatmap_figure(
                    xaxis="x2", yaxis="y2",
                    hovertemplate="c = %{x:.3f}<br>alpha = %{y:.3f}<br>best gamma = %{z}<extra></extra>"),
     ]
+    paying = np.isfinite(boundary)
     for xa, ya in (("x", "y"), ("x2", "y2")):
-        data.append(go.Contour(x=cs, y=alphas, z=s32, showscale=False, xaxis=xa, yaxis=ya, hoverinfo="skip",
-                               contours=dict(start=1.0, end=1.0, size=1.0, coloring="none"),
-                               line=dict(color="white", width=3), name="speedup = 1"))
+        data.append(go.Scatter(x=cs[paying], y=boundary[paying], mode="lines", xaxis=xa, yaxis=ya,
+                               line=dict(color="white", width=3), name="speedup = 1",
+                               hovertemplate="break-even: alpha = %{y:.3f} at c = %{x:.3f}<extra></extra>"))
         data.append(go.Scatter(x=[current[1]], y=[current[0]], mode="markers", xaxis=xa, yaxis=ya,
                                marker=dict(symbol="x", size=13, color="#D55E00", line=dict(width=1, color="white")),
                                hovertemplate="you are here<extra></extra>"))
