@@ -10,6 +10,7 @@ from specdec_core.mistakes import all_rules
 from specdec_core.rejection import acceptance_rate, total_variation
 
 PAGE = "pages/proof.py"
+FAST = "5000"        # draws per rule where the sampled check is not what a test is about
 
 
 def _ok(at) -> None:
@@ -22,7 +23,7 @@ def _metric(at, label: str) -> str:
 
 @pytest.mark.parametrize("preset", list(pc.PRESETS))
 def test_each_preset_renders_alpha_and_tv_from_the_core(app_test, preset):
-    at = app_test(PAGE, preset=preset, vocab="12")
+    at = app_test(PAGE, preset=preset, vocab="12", n=FAST)
     _ok(at)
     assert at.session_state["preset"] == preset
     p, q = pc.preset_pair(preset, 12)
@@ -38,7 +39,7 @@ def test_each_preset_renders_alpha_and_tv_from_the_core(app_test, preset):
 
 
 def test_from_logits_mode_uses_the_sampling_settings(app_test):
-    at = app_test(PAGE, preset="logits", vocab="8", seed="1", tT="0.6", tp="0.9", dT="0.8", dk="5")
+    at = app_test(PAGE, preset="logits", vocab="8", seed="1", tT="0.6", tp="0.9", dT="0.8", dk="5", n=FAST)
     _ok(at)
     z_p, z_q = pc.logits_pair(8, 1, 1.0)
     case = pc.case_from_logits(z_p, z_q, (0.6, 50, 0.9), (0.8, 5, 1.0))
@@ -46,9 +47,21 @@ def test_from_logits_mode_uses_the_sampling_settings(app_test):
 
 
 def test_greedy_from_logits_is_one_hot(app_test):
-    at = app_test(PAGE, preset="logits", tT="0", dT="0", seed="0")
+    for seed in ("0", "4"):
+        at = app_test(PAGE, preset="logits", tT="0", dT="0", seed=seed, noise="3", n=FAST)
+        _ok(at)
+        case = pc.case_from_logits(*pc.logits_pair(10, int(seed), 3.0), (0.0, 50, 1.0), (0.0, 50, 1.0))
+        assert set(case.p) == {0.0, 1.0} and set(case.q) == {0.0, 1.0}          # both one-hot
+        shown = _metric(at, "alpha = sum min(p, q)")
+        assert shown == f"{acceptance_rate(case.p, case.q):.4f}" and shown in ("1.0000", "0.0000")
+
+
+def test_changing_the_case_in_the_widget_updates_the_numbers(app_test):
+    at = app_test(PAGE, n=FAST)
+    at.selectbox(key="preset").set_value("disjoint").run()
     _ok(at)
-    assert _metric(at, "alpha = sum min(p, q)") in ("1.0000", "0.0000")
+    assert _metric(at, "alpha = sum min(p, q)") == "0.0000"
+    assert _metric(at, "TV(p, q)") == "1.0000"
 
 
 def test_sampling_table_flags_each_biased_mistake(app_test):
@@ -66,13 +79,13 @@ def test_sampling_table_flags_each_biased_mistake(app_test):
 
 @pytest.mark.parametrize("mistake", ["correct", "resample_p", "raw_logits", "wrong_q", "naive_norm"])
 def test_each_mistake_view_renders(app_test, mistake):
-    at = app_test(PAGE, mistake=mistake)
+    at = app_test(PAGE, mistake=mistake, n=FAST)
     _ok(at)
     assert at.session_state["mistake"] == mistake
 
 
 def test_naive_normalisation_on_identical_laws_is_reported_undefined(app_test):
-    at = app_test(PAGE, preset="identical", mistake="naive_norm")
+    at = app_test(PAGE, preset="identical", mistake="naive_norm", n=FAST)
     _ok(at)
     assert any("undefined" in w.value for w in at.warning)
     table = at.dataframe[0].value
@@ -80,7 +93,7 @@ def test_naive_normalisation_on_identical_laws_is_reported_undefined(app_test):
 
 
 def test_typed_vectors_work(app_test):
-    at = app_test(PAGE, preset="custom", p="0.5, 0.3, 0.2", q="0.2, 0.3, 0.5")
+    at = app_test(PAGE, preset="custom", p="0.5, 0.3, 0.2", q="0.2, 0.3, 0.5", n=FAST)
     _ok(at)
     assert _metric(at, "alpha = sum min(p, q)") == "0.7000"
     assert _metric(at, "TV(p, q)") == "0.3000"
@@ -105,7 +118,7 @@ def test_bad_vectors_show_a_message_not_a_traceback(app_test, p, q, message):
 
 @pytest.mark.parametrize("key, value", [("tp", "0"), ("tk", "0"), ("vocab", "60"), ("n", "2000000")])
 def test_out_of_range_url_values_are_refused_with_the_range(app_test, key, value):
-    at = app_test(PAGE, preset="logits", **{key: value})
+    at = app_test(PAGE, preset="logits", **({"n": FAST} | {key: value}))
     _ok(at)
     assert any(f"`{key}={value}`" in w.value and "allowed range" in w.value for w in at.warning)
 
