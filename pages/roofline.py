@@ -65,10 +65,11 @@ def readouts(hw: rl.Hardware, mode: str, gamma: int, batch: int) -> None:
     ridge, bx = rl.ridge(hw, mode), rl.crossover_batch(hw, gamma, mode)
     coef = rl.verify_intensity(1, gamma, mode)
     cols = st.columns(4)
-    cols[0].metric("Ridge", f"{ridge:.0f} FLOP/byte")
-    cols[1].metric("Plain decode intensity", f"{rl.decode_intensity(batch, mode):.0f} FLOP/byte")
-    cols[2].metric(f"Verify intensity, gamma {gamma}", f"{rl.verify_intensity(batch, gamma, mode):.0f} FLOP/byte")
-    cols[3].metric("Crossover batch", f"{bx:.0f}", help="roofline model, not a measurement")
+    cols[0].metric("Ridge (FLOP/byte)", f"{ridge:.0f}")
+    cols[1].metric("Decode intensity (FLOP/byte)", f"{rl.decode_intensity(batch, mode):.0f}")
+    cols[2].metric(f"Verify intensity, gamma {gamma}", f"{rl.verify_intensity(batch, gamma, mode):.0f}",
+                   help="FLOP/byte at the chosen batch")
+    cols[3].metric("Crossover batch B*", f"{bx:.0f}", help="roofline model, not a measurement")
     peak, bw = hw.peak_flops(mode) / rl.TERA, hw.bandwidth_tbs
     two = "" if rl.flops_per_weight_byte(mode) == 1 else "2"
     st.latex(

@@ -18,9 +18,9 @@ def test_default_view_matches_the_seed(app_test):
     at = app_test(PAGE)
     assert not at.exception
     m = metrics(at)
-    assert m["Ridge"] == "295 FLOP/byte"
-    assert m["Crossover batch"] == "74"
-    assert m["Verify intensity, gamma 3"] == "64 FLOP/byte"        # B (gamma + 1) at B = 16
+    assert m["Ridge (FLOP/byte)"] == "295"
+    assert m["Crossover batch B*"] == "74"
+    assert m["Verify intensity, gamma 3"] == "64"        # B (gamma + 1) at B = 16
     latex = " ".join(x.value for x in at.latex)
     assert "= 4B" in latex and "295/4 = 74" in latex and r"\frac{989" in latex
     text = " ".join(x.value for x in at.markdown)
@@ -46,12 +46,12 @@ def test_every_preset_and_mode_renders(app_test):
             assert not at.exception, (name, mode, at.exception)
             m = metrics(at)
             if hw.supports(mode):
-                assert m["Ridge"] == f"{rl.ridge(hw, mode):.0f} FLOP/byte", (name, mode)
-                assert m["Crossover batch"] == f"{rl.crossover_batch(hw, 3, mode):.0f}", (name, mode)
+                assert m["Ridge (FLOP/byte)"] == f"{rl.ridge(hw, mode):.0f}", (name, mode)
+                assert m["Crossover batch B*"] == f"{rl.crossover_batch(hw, 3, mode):.0f}", (name, mode)
                 assert len(at.get("plotly_chart")) == 4
                 seen += 1
             else:
-                assert "Ridge" not in m
+                assert "Ridge (FLOP/byte)" not in m
                 assert any("not supported by this hardware" in w.value for w in at.warning), (name, mode)
     assert seen == sum(hw.supports(md) for hw in rl.HARDWARE.values() for md in rl.MODES) == 20
 
@@ -63,8 +63,8 @@ def test_url_sets_gamma_and_batch(app_test, query, gamma, batch):
     assert not at.exception
     m = metrics(at)
     h100 = rl.HARDWARE["H100 SXM"]
-    assert m[f"Verify intensity, gamma {gamma}"] == f"{rl.verify_intensity(batch, gamma, 'bf16'):.0f} FLOP/byte"
-    assert m["Crossover batch"] == f"{rl.crossover_batch(h100, gamma, 'bf16'):.0f}"
+    assert m[f"Verify intensity, gamma {gamma}"] == f"{rl.verify_intensity(batch, gamma, 'bf16'):.0f}"
+    assert m["Crossover batch B*"] == f"{rl.crossover_batch(h100, gamma, 'bf16'):.0f}"
     assert f"= {gamma + 1}B" in " ".join(x.value for x in at.latex)
 
 
@@ -72,7 +72,7 @@ def test_fp8_on_a100_from_the_url(app_test):
     at = app_test(PAGE, hw="A100 SXM 80GB", mode="fp8")
     assert not at.exception
     assert any("FP8 compute is not supported by this hardware" in w.value for w in at.warning)
-    assert "Ridge" not in metrics(at)
+    assert "Ridge (FLOP/byte)" not in metrics(at)
 
 
 def test_w8a16_on_a100_says_no_fp8(app_test):
@@ -86,7 +86,7 @@ def test_w8a16_on_a100_says_no_fp8(app_test):
 def test_custom_hardware_and_bad_values(app_test):
     at = app_test(PAGE, hw="Custom", bf16="500", fp8="0", bw="2")
     assert not at.exception
-    assert metrics(at)["Ridge"] == "250 FLOP/byte"
+    assert metrics(at)["Ridge (FLOP/byte)"] == "250"
     at.radio(key="mode").set_value("fp8").run()
     assert any("not supported by this hardware" in w.value for w in at.warning)
     at = app_test(PAGE, hw="Custom", bw="0")
