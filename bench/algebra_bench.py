@@ -1,0 +1,119 @@
+"""Benchmark the algebra page's heavy parts: the best-gamma heatmap, the Monte Carlo, and a page rerun.
+
+    .venv/bin/python bench/algebra_bench.py [--repeats 20] [--json PATH]
+
+Prints a table of medians (and min / max); ``--json PATH`` also writes the numbers as JSON.
+Targets on the 2-core CPU machine: heatmap < 0.2 s, Monte Carlo < 0.2 s, page rerun < 0.3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from specdec_core.algebra import best_gamma_grid, best_gamma_map, break_even_boundary  # noqa: E402
+from specdec_core.simulate import simulate_tokens_per_step  # noqa: E402
+
+GRID = 200            # heatmap cells per side
+MAX_GAMMA = 32
+MC_STEPS = 1_000_000
+MC_GAMMA = 8
+
+
+def timings(fn: Callable[[], object], repeats: int, warmup: int = 1) -> list[float]:
+    """Wall-clock seconds of `repeats` calls after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def heatmap() -> None:
+    """What the page computes: best integer gamma in 0..32 over GRID x GRID (alpha, c) cells, and the break-even line."""
+    alphas, cs = np.linspace(0.0, 1.0, GRID), np.linspace(0.0, 1.0, GRID)
+    g, s = best_gamma_map(alphas, cs, 1.0, MAX_GAMMA)                     # (GRID, GRID)
+    boundary = break_even_boundary(cs, 1.0, MAX_GAMMA)                    # (GRID,)
+    assert g.shape == (GRID, GRID) and boundary.shape == (GRID,)
+
+
+def heatmap_generic() -> None:
+    """The public broadcasting search best_gamma_grid on the same grid (forms the (33, GRID, GRID) cube)."""
+    alphas, cs = np.linspace(0.0, 1.0, GRID), np.linspace(0.0, 1.0, GRID)
+    g, s = best_gamma_grid(alphas[:, None], cs[None, :], 1.0, MAX_GAMMA)
+    assert g.shape == (GRID, GRID)
+
+
+def monte_carlo() -> None:
+    """1,000,000 speculative steps at gamma 8, alpha 0.8."""
+    tokens = simulate_tokens_per_step(np.full(MC_GAMMA, 0.8), MC_STEPS, seed=0)
+    assert tokens.size == MC_STEPS
+
+
+def page_rerun_factory() -> Callable[[], None]:
+    """AppTest of the algebra page; each call moves the alpha slider and reruns the page."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/algebra.py").run()
+    values = iter(np.round(np.linspace(0.30, 0.95, 1000), 4))        # a new alpha each time: no cache hits
+
+    def rerun() -> None:
+        at.slider(key="alpha__slider").set_value(float(next(values))).run()
+        assert not at.exception
+
+    return rerun
+
+
+def row(name: str, ts: list[float], target: float, what: str) -> dict:
+    med = statistics.median(ts)
+    return {"name": name, "what": what, "n": len(ts), "median_s": med, "min_s": min(ts), "max_s": max(ts),
+            "target_s": target, "meets_target": med < target}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--json", type=Path, default=None, help="write the results as JSON to this path")
+    args = ap.parse_args()
+
+    rows = [
+        row("heatmap", timings(heatmap, args.repeats), 0.2,
+            f"page: {GRID}x{GRID} cells, best gamma in 0..{MAX_GAMMA} each + break-even line"),
+        row("heatmap_grid", timings(heatmap_generic, args.repeats), 0.2,
+            "same cells through the generic best_gamma_grid (for comparison)"),
+        row("monte_carlo", timings(monte_carlo, args.repeats), 0.2, f"{MC_STEPS:,} steps at gamma {MC_GAMMA}"),
+        row("page_rerun", timings(page_rerun_factory(), args.repeats, warmup=3), 0.3,
+            "AppTest: alpha slider moved, algebra page rerun"),
+    ]
+    print(f"{'benchmark':<13} {'median s':>9} {'min s':>8} {'max s':>8} {'target':>7}  ok   what")
+    for r in rows:
+        print(f"{r['name']:<13} {r['median_s']:>9.4f} {r['min_s']:>8.4f} {r['max_s']:>8.4f} "
+              f"{r['target_s']:>7.2f}  {'yes' if r['meets_target'] else 'NO ':<4} {r['what']}")
+    if args.json:
+        meta = {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count(),
+                "machine": platform.machine(), "repeats": args.repeats,
+                "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
