@@ -205,11 +205,13 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
             inputs[t] = torch.randn(t, shape.hidden, device=dev, dtype=dtype)  # (T, d)
             samples[t] = time_call(lambda: run_stack(inputs[t], weights, shape), dev, 1)
             yield ProbeEvent(0.12 + 0.4 * (i + 1) / len(counts), f"T = {t}: {samples[t][0] * 1e3:.2f} ms (first pass)")
-        # Round-robin repeats over every T, so that load from other processes hits all T alike.
+        # Round-robin repeats over every T in a shuffled order, so that load from other processes and
+        # the wake-up after a long pass hit all T alike.
+        rng = np.random.default_rng(seed)
         rounds, max_rounds = 1, 30
         round_s = sum(v[0] for v in samples.values())
         while rounds < max_rounds and (rounds < 3 or time.perf_counter() - sweep_start + round_s < sweep_budget):
-            for t in samples:
+            for t in rng.permutation(list(samples)).tolist():
                 samples[t].append(timed_once(lambda: run_stack(inputs[t], weights, shape), dev))
             rounds += 1
             left = max(sweep_budget - (time.perf_counter() - sweep_start), 0.0)
