@@ -61,7 +61,9 @@ def _residual(p: NDArray[np.float64], q: NDArray[np.float64]) -> NDArray[np.floa
     """(p - q)+ normalised; p itself where the residual is empty (it is then drawn with probability 0)."""
     resid = np.maximum(p - q, 0.0)                       # (..., V)
     mass = resid.sum(axis=-1, keepdims=True)             # (..., 1)
-    return np.where(mass > 0, resid / np.where(mass > 0, mass, 1.0), p)
+    empty = mass <= 0.0                                  # (..., 1): p == q, nothing to resample
+    np.divide(resid, mass, out=resid, where=~empty)
+    return np.where(empty, p, resid) if empty.any() else resid
 
 
 def residual_distribution(p: ArrayLike, q: ArrayLike) -> NDArray[np.float64]:
@@ -84,9 +86,10 @@ def rule_law(
 def emitted_distribution(p: ArrayLike, q: ArrayLike) -> tuple[NDArray[np.float64], float | NDArray[np.float64]]:
     """(law of the emitted token, alpha): q min(1, p/q) + (1 - alpha)(p - q)+/||.|| = p; exact, batched."""
     pa, qa = check_pair(p, q)
-    accept = _accept(pa, qa)                             # (..., V)
-    law = rule_law(qa, accept, _residual(pa, qa))        # (..., V)
-    alpha = np.minimum(pa, qa).sum(axis=-1)              # (...,) = sum_x q(x) a(x)
+    accepted = np.minimum(pa, qa)                        # (..., V) = q(x) min(1, p(x)/q(x))
+    alpha = accepted.sum(axis=-1)                        # (...,)
+    reject = np.clip(1.0 - alpha, 0.0, 1.0)[..., None]   # (..., 1) rejected mass = residual mass
+    law = accepted + reject * _residual(pa, qa)          # (..., V)
     return law, scalar_or_array(alpha)
 
 
