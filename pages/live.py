@@ -1,9 +1,203 @@
-"""Live decoding page (placeholder until its issue lands)."""
+"""Live decoding: a real draft proposes, a real target verifies; alpha, c, v and the speedup are measured."""
+
+from __future__ import annotations
+
+import time
 
 import streamlit as st
 
-st.title("Live decoding: a real draft and a real target")
-st.info(
-    "Coming next: a draft model proposes tokens and a target model verifies them, live, on this "
-    "machine's GPU or CPU, with alpha, c, v and the speedup measured beside what the algebra predicts."
+from specdec_core.measure import Measured
+from ui import live_controls as lc
+from ui import live_export as lx
+from ui import live_panel as lp
+from ui import live_runner as lr
+from ui import live_tokens as lt
+from ui.controls import bound_toggle
+
+SWEEP_GAMMAS = list(range(1, 9))
+LIVE_FIGURE_EVERY = 10  # redraw the live charts every this many rounds (metrics every round)
+
+st.title("Live decoding: a draft proposes, the target verifies")
+st.markdown(
+    "A small **draft** model guesses the next gamma tokens; the **target** checks them all in one forward "
+    "pass and keeps the longest prefix the exact rule accepts, then adds one token of its own. Everything below "
+    "is measured from the decoder's own per-round events, and the predicted speedup is the algebra "
+    "(`specdec_core.algebra`) applied to the measured alpha_j, c and v."
 )
+
+settings, pair_ok, pair_reason, dev_problem = lc.all_controls()
+_, device_why = lr.device_choices()
+if dev_problem:
+    st.warning(f"{dev_problem}. Running on the CPU instead.")
+st.info(f"Device: **{settings.device}**. {device_why}")
+
+sp: lr.SharedPair | None = None
+ids: list[int] | None = None
+if not pair_ok:
+    st.warning(f"The pair **{settings.pair}** is {pair_reason}. Choose another pair; the others still work.")
+else:
+    sp = lr.get_pair(settings.pair, settings.device)
+    if sp.error:
+        st.error(f"The pair **{settings.pair}** could not be loaded, so it cannot run here: {sp.error}")
+        sp = None
+with st.expander("all model pairs and where they run"):
+    lc.pairs_table(settings.device)
+if sp is not None:
+    st.caption(f"Loaded **{sp.name}** on {lr.device_name(sp)} in {sp.load_s:.2f} s (once per server). "
+               f"{lr.pair_description(sp.name)}")
+    try:
+        ids = lr.validate(sp, settings)
+    except ValueError as exc:
+        st.error(f"Cannot run this prompt: {exc}")
+
+step_mode = bound_toggle("step mode: one round per click, with every drafted token's q, p and uniform draw", "step")
+b1, b2, b3, b4 = st.columns([1, 1, 1, 3])
+run_clicked = b1.button("Run the race", type="primary", key="run_btn", disabled=ids is None,
+                        help="Speculative run, then the autoregressive baseline, same pair, settings and length.")
+sweep_clicked = b2.button("Sweep gamma 1..8", key="sweep_btn", disabled=ids is None)
+b3.button("Stop", key="stop_btn", help="Stops a run between two rounds; changing any setting stops it too.")
+if sp is not None:
+    b4.caption(f"Runs in line for this model now: {sp.queue.length()} (the model runs one at a time, first come "
+               "first served).")
+
+queue_ph, prog_ph = st.empty(), st.empty()
+st.html(lt.legend_html())
+out_ph, panel_ph = st.empty(), st.empty()
+
+
+def piece(token_id: int) -> str:
+    """Display text of one token, with the tokenizer of the pair that made the shown run."""
+    rec_ = st.session_state.get("live_rec")
+    owner = lr.get_pair(rec_.settings.pair, rec_.settings.device) if rec_ is not None else sp
+    return owner.pair.tokenizer.piece(token_id)
+
+
+def on_wait(position: int) -> None:
+    """Show the queue position while waiting for the model."""
+    queue_ph.info(f"Waiting for the model: {position} run(s) ahead of yours. It starts by itself.")
+
+
+def on_round(rec: lr.RunRecord) -> None:
+    """Stream one round: tokens, progress, metrics (charts every few rounds)."""
+    queue_ph.empty()
+    n = len(rec.spec_tokens())
+    prog_ph.progress(min(1.0, n / rec.settings.max_new), text=f"speculative: {n} / {rec.settings.max_new} tokens")
+    if step_mode:
+        return
+    out_ph.markdown(lt.stream_html(rec.settings.prompt, rec.events, piece), unsafe_allow_html=True)
+    r = len(rec.events)
+    with panel_ph.container():
+        lp.panel(lp.measure_record(rec), figures=r % LIVE_FIGURE_EVERY == 0, key=f"_live{r}")
+
+
+def on_base(rec: lr.RunRecord) -> None:
+    """Progress of the baseline run."""
+    n, total = len(rec.base_tokens()), len(rec.spec_tokens())
+    prog_ph.progress(min(1.0, n / max(1, total)), text=f"autoregressive baseline: {n} / {total} tokens")
+
+
+def sweep_progress(frac: float, what: str) -> None:
+    """Progress of a sweep."""
+    queue_ph.empty()
+    prog_ph.progress(frac, text=f"sweep: {what}")
+
+
+if run_clicked and sp is not None and ids is not None:
+    rec = lr.RunRecord(settings, lr.device_name(sp), ids)
+    st.session_state["live_rec"] = rec
+    st.session_state["round"] = 1
+    lr.run_race(sp, rec, on_wait, on_round, on_base)
+    prog_ph.empty()
+if sweep_clicked and sp is not None and ids is not None:
+    points, b_ev, b_wall = lr.run_sweep(sp, settings, ids, SWEEP_GAMMAS, on_wait, sweep_progress)
+    st.session_state["live_sweep"] = (settings, lp.sweep_results(points, b_ev, b_wall))
+    prog_ph.empty()
+
+rec: lr.RunRecord | None = st.session_state.get("live_rec")
+if rec is not None and rec.status == "stopped" and not rec.note:
+    rec.note = ("Stopped by you" if st.session_state.get("stop_btn") else
+                "Stopped because a setting changed (or the page reran) during the run")
+if rec is None:
+    out_ph.caption("Press **Run the race** to decode live. Tokens appear round by round.")
+    st.stop()
+
+m: Measured = lp.measure_record(rec)
+if rec.status == "stopped":
+    st.warning(f"{rec.note} after {len(rec.events)} rounds and {len(rec.base_events)} baseline tokens; the numbers "
+               "below use what was measured. Press Run to start again.")
+if rec.settings != settings:
+    st.caption("The settings changed since this run; the results below are from the previous settings.")
+
+shown = rec.events
+if step_mode and rec.events:
+    st.subheader("Step through the rounds")
+    n_rounds = len(rec.events)
+    if st.session_state.get("round", 1) > n_rounds:
+        st.session_state["round"] = n_rounds
+
+    def _step(delta: int) -> None:
+        """Callback: move the shown round by delta, within 1..n_rounds."""
+        st.session_state["round"] = min(n_rounds, max(1, st.session_state.get("round", 1) + delta))
+
+    s1, s2, s3 = st.columns([1, 1, 2])
+    s1.button("previous round", key="prev_btn", on_click=_step, args=(-1,))
+    s2.button("next round", key="next_btn", on_click=_step, args=(1,), type="primary")
+    with s3:
+        rnd = st.number_input("round", 1, max(1, n_rounds), step=1, key="round", bind="query-params")
+    shown = rec.events[: int(rnd)]
+    ev = shown[-1]
+    st.markdown(f"**Round {ev.round + 1}** of {n_rounds}: drafted {ev.k}, accepted {ev.n_accepted}, emitted "
+                f"{len(ev.emitted)} ({', '.join(ev.kinds)}).")
+    st.dataframe(lt.step_table(ev, piece), hide_index=True, key="step_table")
+    positions = list(range(len(ev.p_top)))
+    pos = st.selectbox("inspect a position of this round (p and q top-5)", positions, key="inspect",
+                       format_func=lambda i: f"position {i + 1}" + (" (correction/bonus)" if i == ev.k else ""))
+    st.dataframe(lt.top5_table(ev, int(pos or 0), piece), hide_index=True, key="top5_table")
+
+out_ph.markdown(lt.stream_html(rec.settings.prompt, shown, piece, show_all_rejected=step_mode),
+                unsafe_allow_html=True)
+st.caption("Hover a token for its p and q top-5. Rejected drafts show struck through in the latest round, then drop.")
+with panel_ph.container():
+    st.subheader("Measured panel")
+    lp.panel(m)
+
+st.subheader("Race against the autoregressive baseline")
+if rec.status == "done":
+    same = rec.spec_tokens() == rec.base_tokens()
+    spec_text, base_text = ("".join(map(piece, rec.spec_tokens())), "".join(map(piece, rec.base_tokens())))
+    c1, c2 = st.columns(2)
+    c1.markdown("**speculative**")
+    c1.code(spec_text, language=None)
+    c2.markdown("**autoregressive baseline**")
+    c2.code(base_text, language=None)
+    if rec.settings.greedy:
+        (st.success if same else st.error)(
+            "Greedy: the speculative text equals the autoregressive text token for token." if same else
+            "Greedy: the texts differ, which the exact greedy rule forbids; please report this run (export below).")
+    else:
+        st.caption("Sampled runs use one random stream per run, so the two texts differ; each is a sample from p.")
+    st.markdown(f"**Predicted** {lp.fmt(m.predicted_speedup, 2, 'x')} against **measured** "
+                f"{lp.fmt(m.measured_speedup, 2, 'x')}. {lp.gap_sentence(m)}")
+else:
+    st.caption("The race needs a finished run: the baseline runs right after the speculative run.")
+
+sweep = st.session_state.get("live_sweep")
+if sweep is not None:
+    st.subheader("Sweep: measured against predicted speedup, gamma = 1..8")
+    if sweep[0] != settings:
+        st.caption("This sweep used earlier settings.")
+    lp.sweep_panel(sweep[1])
+
+st.subheader("Batch view: v against batch size")
+if settings.device != "cuda":
+    st.info("Unavailable here: the batch view needs a CUDA GPU, and this run uses the CPU. On a CPU, a batched "
+            "verify costs about batch x the work, so there is no memory-bound regime to show.")
+else:
+    st.caption("Measure the verify cost at batch 1..256 on this GPU with the batch view's button.")
+
+st.subheader("Export")
+e1, e2 = st.columns(2)
+e1.download_button("run as JSON (events, settings, device, versions)", lx.run_json(rec, m, lx.versions()),
+                   file_name=f"specdec-live-{int(time.time())}.json", mime="application/json", key="dl_json")
+e2.download_button("metrics as CSV", lx.metrics_csv(m), file_name="specdec-live-metrics.csv", mime="text/csv",
+                   key="dl_csv")

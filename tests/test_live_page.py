@@ -1,0 +1,158 @@
+"""AppTest of the live page on the built-in pair on CPU (a tiny stand-in pair where the weights are absent).
+
+Runs are short (40 tokens, gamma 3) so the file stays fast. Every number checked here is recomputed
+independently from the run's own events with the engine's and the core's functions.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pytest
+
+from live_support import ALPHABET, BAD_CHARS, ensure_builtin_assets
+
+ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side loader reads the env var
+
+from gpu_demo.decode import alpha_per_position, overall_alpha  # noqa: E402
+from specdec_core import algebra as alg  # noqa: E402
+from ui import live_export as lx  # noqa: E402
+from ui.live_panel import measure_record  # noqa: E402
+from ui.theme import KIND_STYLE  # noqa: E402
+
+PAGE = "pages/live.py"
+SHORT = dict(maxnew="40", gamma="3", seed="7")
+
+
+def run_page(app_test, **query):
+    """Open the live page with query params, press Run, return the AppTest."""
+    at = app_test(PAGE, timeout=180, **{**SHORT, **query})
+    assert not at.exception, at.exception
+    at.button(key="run_btn").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_short_run_shows_measured_panel_and_race(app_test):
+    at = run_page(app_test)
+    rec = at.session_state["live_rec"]
+    assert rec.status == "done"
+    assert len(rec.spec_tokens()) == 40 and len(rec.base_tokens()) == 40
+    metrics = {mm.label: mm.value for mm in at.metric}
+    for label in ("tokens per target pass", "alpha (constant fit)", "c measured", "v measured",
+                  "tokens/s speculative", "tokens/s autoregressive", "predicted speedup", "measured speedup"):
+        assert label in metrics and metrics[label] != "—", (label, metrics)
+    # The panel's numbers are the algebra on the events' alpha_j, c and v (recomputed here independently).
+    m = measure_record(rec)
+    alphas = alpha_per_position(rec.events, 3)
+    assert [a if not math.isnan(a) else -1 for a in alphas] == pytest.approx(
+        [a if not math.isnan(a) else -1 for a in m.alphas])
+    assert overall_alpha(rec.events) == pytest.approx(m.alpha_const)
+    t_base = sum(e.verify_s for e in rec.base_events) / 40
+    c = sum(e.draft_s for e in rec.events) / sum(e.k for e in rec.events) / t_base
+    v = sum(e.verify_s for e in rec.events) / len(rec.events) / t_base
+    filled = [0.0 if math.isnan(a) else a for a in alphas]
+    assert m.c == pytest.approx(c) and m.v == pytest.approx(v)
+    assert m.predicted_speedup == pytest.approx(alg.speedup_positional(filled, c, v))
+    assert metrics["predicted speedup"] == f"{m.predicted_speedup:.2f}x"
+    assert metrics["tokens per target pass"] == f"{40 / len(rec.events):.2f}"
+    measured = (sum(rec.base_wall) / 40) / (sum(rec.spec_wall) / 40)
+    assert m.measured_speedup == pytest.approx(measured)
+    race = [mk.value for mk in at.markdown if mk.value.startswith("**Predicted**")]
+    assert race and f"{m.predicted_speedup:.2f}x" in race[0] and f"{m.measured_speedup:.2f}x" in race[0]
+    # Tokens carry the app-wide colour and cue of their kind.
+    html = next(mk.value for mk in at.markdown if 'class="live-tokens"' in mk.value)
+    kinds = {k for e in rec.events for k in e.kinds}
+    for kind in kinds:
+        assert f'tok-{kind}' in html and KIND_STYLE[kind]["colour"] in html
+    assert "p top-5:" in html  # hover text
+    assert "Unavailable here" in " ".join(i.value for i in at.info)  # batch view on CPU
+
+
+def test_greedy_equals_baseline(app_test):
+    at = run_page(app_test, greedy="true", gamma="4")
+    rec = at.session_state["live_rec"]
+    assert rec.settings.greedy
+    assert rec.spec_tokens() == rec.base_tokens()
+    codes = [c.value for c in at.code]
+    assert len(codes) == 2 and codes[0] == codes[1] and len(codes[0]) == 40
+    assert any("equals the autoregressive text" in s.value for s in at.success)
+    assert not at.error
+
+
+def test_sampled_run_is_reproducible_from_its_seed(app_test):
+    first = run_page(app_test).session_state["live_rec"].spec_tokens()
+    again = run_page(app_test).session_state["live_rec"].spec_tokens()
+    other = run_page(app_test, seed="8").session_state["live_rec"].spec_tokens()
+    assert first == again and first != other
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [("", ["empty"]), (f"Hello {BAD_CHARS[0]} and {BAD_CHARS[1]}", [repr(BAD_CHARS[0]), repr(BAD_CHARS[1])]),
+     ("a" * 2000, ["context"])],
+    ids=["empty", "unknown-characters", "past-context"],
+)
+def test_bad_prompts_get_clear_messages(app_test, prompt, expected):
+    at = app_test(PAGE, prompt=prompt, **SHORT)
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    for word in expected:
+        assert word in errors, errors
+    assert at.button(key="run_btn").disabled
+
+
+def frame_with(at, column: str):
+    """The first dataframe on the page that has `column`."""
+    return next(df.value for df in at.dataframe if column in df.value.columns)
+
+
+def test_step_mode_shows_each_drafted_position(app_test):
+    at = run_page(app_test, step="true")
+    rec = at.session_state["live_rec"]
+    table = frame_with(at, "verdict")
+    assert list(table.columns) == ["position", "draft token", "q(x)", "p(x)", "min(1, p/q)", "uniform u", "verdict"]
+    ev = rec.events[0]
+    assert table["p(x)"].tolist() == pytest.approx(ev.p_x) and table["q(x)"].tolist() == pytest.approx(ev.q_x)
+    assert table["min(1, p/q)"].tolist() == pytest.approx([min(1.0, p / q) for p, q in zip(ev.p_x, ev.q_x)])
+    at.button(key="next_btn").click().run()
+    assert at.number_input(key="round").value == 2
+    table2 = frame_with(at, "verdict")
+    assert table2["p(x)"].tolist() == pytest.approx(rec.events[1].p_x)
+    top5 = frame_with(at, "q token")
+    assert top5["p"].tolist() == pytest.approx([pr for _, pr in rec.events[1].p_top[0]])
+
+
+def test_unavailable_pair_says_why_and_page_stays_usable(app_test):
+    at = app_test(PAGE, pair="hf", **SHORT)
+    assert not at.exception
+    texts = " ".join(w.value for w in at.warning) + " ".join(e.value for e in at.error)
+    assert "hf" in texts and ("not available" in texts or "could not be loaded" in texts)
+    assert at.button(key="run_btn").disabled
+    at.selectbox(key="pair").set_value("builtin").run()
+    assert not at.exception and not at.button(key="run_btn").disabled
+
+
+def test_export_json_and_csv(app_test):
+    at = run_page(app_test)
+    rec = at.session_state["live_rec"]
+    m = measure_record(rec)
+    doc = json.loads(lx.run_json(rec, m, lx.versions()))
+    assert doc["settings"]["gamma"] == 3 and doc["settings"]["max_new"] == 40
+    assert "cpu" in doc["device"] and doc["versions"]["torch"]
+    assert len(doc["speculative"]["events"]) == len(rec.events)
+    assert sum(len(e["emitted"]) for e in doc["autoregressive"]["events"]) == 40
+    rows = list(csv.DictReader(io.StringIO(lx.metrics_csv(m))))
+    values = {r["metric"]: r["value"] for r in rows if not r["position"]}
+    assert float(values["predicted_speedup"]) == pytest.approx(m.predicted_speedup)
+    assert sum(1 for r in rows if r["metric"] == "alpha_j") == 3
+
+
+def test_prompt_alphabet_covers_presets():
+    from ui.live_controls import PRESETS
+
+    for text in PRESETS.values():
+        assert set(text) <= set(ALPHABET), set(text) - set(ALPHABET)

@@ -1,0 +1,123 @@
+"""Token rendering for the live page: coloured spans with the app-wide KIND_STYLE and a non-colour cue.
+
+Each emitted token is a ``<span class="tok tok-<kind>">`` whose colour and text decoration come from
+``ui.theme.KIND_STYLE`` (accepted: underline, rejected: strike-through, correction: overline, bonus:
+double underline), plus a small marker glyph, so the meaning survives greyscale and colour blindness.
+Hovering a token shows its p and q top-5 (the ``title`` attribute).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from gpu_demo.decode import RoundEvent
+from specdec_core.measure import acceptance_probability
+from ui.theme import KIND_STYLE
+
+MARKER_GLYPH = {"circle": "\u2022", "x": "\u00d7", "diamond": "\u25c6", "star": "\u2605"}
+PLAIN_STYLE = "color:#555555;"
+TARGET_STYLE = "color:#222222;"
+
+
+def visible(piece: str) -> str:
+    """A token's text made visible: newline as a return arrow plus a line break, tab as an arrow."""
+    return piece.replace("\n", "\u21b5\n").replace("\t", "\u2192")
+
+
+def _decoration(cue: str) -> str:
+    """CSS text-decoration for a KIND_STYLE cue."""
+    if cue == "double-underline":
+        return "underline double"
+    return cue
+
+
+def kind_css(kind: str) -> str:
+    """Inline CSS of a token kind: colour, decoration of the same colour, thicker line."""
+    st_ = KIND_STYLE[kind]
+    return (f"color:{st_['colour']};text-decoration:{_decoration(st_['cue'])};"
+            f"text-decoration-color:{st_['colour']};text-decoration-thickness:2px;font-weight:600;")
+
+
+def top_text(top: Sequence[Sequence[float]], piece: Callable[[int], str]) -> str:
+    """'a' 0.41, 'e' 0.22, ... for a top list of (id, prob)."""
+    return ", ".join(f"{piece(int(t))!r} {float(pr):.3f}" for t, pr in top)
+
+
+def span(text: str, kind: str | None, tip: str = "") -> str:
+    """One token as HTML; kind None is prompt text, 'target' a plain autoregressive token."""
+    body = html.escape(visible(text))
+    title = f' title="{html.escape(tip, quote=True)}"' if tip else ""
+    if kind in KIND_STYLE:
+        glyph = MARKER_GLYPH.get(KIND_STYLE[kind]["marker"], "")
+        return (f'<span class="tok tok-{kind}" style="{kind_css(kind)}"{title}>{body}'
+                f'<sup style="font-size:0.55em">{glyph}</sup></span>')
+    style = TARGET_STYLE if kind == "target" else PLAIN_STYLE
+    return f'<span class="tok tok-{kind or "prompt"}" style="{style}"{title}>{body}</span>'
+
+
+def token_tip(ev: RoundEvent, i: int, piece: Callable[[int], str]) -> str:
+    """Hover text for position i of a round: the kind and the p (and q) top-5 there."""
+    parts = [f"round {ev.round + 1}, position {i + 1}"]
+    if i < len(ev.p_top):
+        parts.append("p top-5: " + top_text(ev.p_top[i], piece))
+    if i < len(ev.q_top):
+        parts.append("q top-5: " + top_text(ev.q_top[i], piece))
+    return "\n".join(parts)
+
+
+def round_spans(ev: RoundEvent, piece: Callable[[int], str], show_rejected: bool) -> list[str]:
+    """Accepted drafts, then (if shown) the rejected draft struck through, then the correction or bonus."""
+    out = []
+    for i, (tok, kind) in enumerate(zip(ev.emitted, ev.kinds)):
+        if kind == "correction" and show_rejected and ev.n_accepted < ev.k:
+            out.append(span(piece(ev.drafted[ev.n_accepted]), "rejected", token_tip(ev, i, piece)))
+        out.append(span(piece(tok), kind, token_tip(ev, i, piece)))
+    return out
+
+
+def stream_html(prompt: str, events: Sequence[RoundEvent], piece: Callable[[int], str],
+                show_all_rejected: bool = False) -> str:
+    """The prompt, then every round's tokens; rejected drafts are struck through in the latest round only
+    (then dropped) unless show_all_rejected keeps them all."""
+    parts = [span(prompt, None)]
+    last = len(events) - 1
+    for r, ev in enumerate(events):
+        parts.extend(round_spans(ev, piece, show_all_rejected or r == last))
+    return ('<div class="live-tokens" style="font-family:ui-monospace,Menlo,Consolas,monospace;'
+            'white-space:pre-wrap;line-height:1.9;font-size:1.02rem;padding:0.6rem 0.8rem;'
+            'border:1px solid #DDDDDD;border-radius:6px;max-height:420px;overflow-y:auto">'
+            + "".join(parts) + "</div>")
+
+
+def legend_html() -> str:
+    """A legend: each kind in its colour and cue, with its marker and label."""
+    items = [f'{span("token", k)} {html.escape(KIND_STYLE[k]["label"])} ({KIND_STYLE[k]["cue"]})' for k in KIND_STYLE]
+    return '<div class="live-legend" style="font-size:0.92rem">' + " &nbsp;&nbsp; ".join(items) + "</div>"
+
+
+def step_table(ev: RoundEvent, piece: Callable[[int], str]) -> pd.DataFrame:
+    """Per drafted position: token, q(x), p(x), min(1, p/q), the uniform u, and the verdict."""
+    ratio = acceptance_probability(ev.p_x, ev.q_x)
+    u = list(ev.uniforms) + [np.nan] * (ev.k - len(ev.uniforms))
+    return pd.DataFrame({
+        "position": np.arange(1, ev.k + 1),
+        "draft token": [repr(piece(t)) for t in ev.drafted],
+        "q(x)": ev.q_x, "p(x)": ev.p_x, "min(1, p/q)": ratio, "uniform u": u,
+        "verdict": ev.verdicts(),
+    })
+
+
+def top5_table(ev: RoundEvent, i: int, piece: Callable[[int], str]) -> pd.DataFrame:
+    """Side-by-side p and q top-5 at position i of a round (q empty at the bonus position)."""
+    p = ev.p_top[i] if i < len(ev.p_top) else []
+    q = ev.q_top[i] if i < len(ev.q_top) else []
+    rows = max(len(p), len(q))
+    cell = lambda top, j, c: (repr(piece(int(top[j][0]))) if c == 0 else float(top[j][1])) if j < len(top) else None  # noqa: E731
+    return pd.DataFrame({
+        "p token": [cell(p, j, 0) for j in range(rows)], "p": [cell(p, j, 1) for j in range(rows)],
+        "q token": [cell(q, j, 0) for j in range(rows)], "q": [cell(q, j, 1) for j in range(rows)],
+    })
