@@ -9,7 +9,7 @@ import streamlit as st
 
 from specdec_core import proof_cases as pc
 from specdec_core.mistakes import NAIVE_NORMALISATION, RuleCheck, all_rules, check_rule
-from specdec_core.multiposition import joint_emitted_two_positions, markov_example, target_joint
+from specdec_core.multiposition import joint_emitted_two_positions, markov_example, position_alphas, target_joint
 from specdec_core.rejection import MAX_DRAWS, check_pair, decomposition, emitted_distribution
 from ui import proof_figures as figs
 from ui.controls import bound_radio, bound_select, slider_input
@@ -47,10 +47,11 @@ def exhaustive(n_pairs: int = 10_000) -> dict[str, float]:
 
 
 @st.cache_data
-def two_positions(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Target joint law, enumerated emitted joint law, and the draft's own joint law (V = 3)."""
+def two_positions(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
+    """Target joint, enumerated emitted joint, draft joint (V = 3), alpha_1 and alpha_2 per prefix."""
     p1, P2, q1, Q2 = markov_example(3, seed, conc=0.5)
-    return target_joint(p1, P2), joint_emitted_two_positions(p1, P2, q1, Q2), target_joint(q1, Q2)
+    a1, a2 = position_alphas(p1, P2, q1, Q2)
+    return target_joint(p1, P2), joint_emitted_two_positions(p1, P2, q1, Q2), target_joint(q1, Q2), a1, a2
 
 
 def sampling_settings(who: str, prefix: str, default_t: float) -> tuple[float, int | None, float]:
@@ -179,12 +180,14 @@ def multiposition_section() -> None:
     """Two positions of a Markov target and draft: the enumerated joint law equals the target's."""
     with st.columns(2)[0]:
         seed = slider_input("example seed", "mseed", 0, 999, 0, 1)
-    target, emitted, draft = two_positions(int(seed))
+    target, emitted, draft, a1, a2 = two_positions(int(seed))
     cols = st.columns(3)
     cols[0].plotly_chart(figs.joint_figure(target, "target p(t1, t2)"), key="fig_joint_p")
     cols[1].plotly_chart(figs.joint_figure(emitted, "emitted, enumerated"), key="fig_joint_e")
     cols[2].plotly_chart(figs.joint_figure(draft, "draft q(t1, t2), for contrast"), key="fig_joint_q")
     st.metric("max |emitted joint - target joint|", f"{np.abs(emitted - target).max():.1e}")
+    st.caption(f"Acceptance differs by position and by prefix: alpha_1 = {a1:.3f}, and alpha_2 given the first "
+               f"token 0, 1, 2 = {', '.join(f'{a:.3f}' for a in a2)}. A single average rate hides this.")
 
 
 def explanation() -> None:

@@ -75,3 +75,10 @@ def joint_emitted_two_positions(p1: NDArray, P2: NDArray, q1: NDArray, Q2: NDArr
 def target_joint(p1: NDArray, P2: NDArray) -> NDArray:
     """p(t1, t2) = p1(t1) P2(t2 | t1)."""
     return p1[:, None] * P2
+
+
+def position_alphas(p1: NDArray, P2: NDArray, q1: NDArray, Q2: NDArray) -> tuple[float, NDArray]:
+    """alpha_1 = sum min(p1, q1), and alpha_2(x1) = sum min(P2[x1], Q2[x1]) for each accepted prefix x1."""
+    check_pair(p1, q1)
+    check_pair(P2, Q2)
+    return float(np.minimum(p1, q1).sum()), np.minimum(P2, Q2).sum(axis=-1)

@@ -132,4 +132,7 @@ def test_exhaustive_check_and_identical_draft_are_shown(app_test):
     assert _metric(at, "identical draft p = q = [1, 0]: emitted") == "[1, 0]"
     assert _metric(at, "identical draft: alpha") == "1"
     assert float(_metric(at, "max |emitted joint - target joint|")) < 1e-15
+    from specdec_core.multiposition import markov_example, position_alphas
+    a1, _ = position_alphas(*markov_example(3, 0, conc=0.5))
+    assert any(f"alpha_1 = {a1:.3f}" in c.value for c in at.caption)
     assert at.latex, "the explanation's formulas are missing"

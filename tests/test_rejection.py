@@ -13,7 +13,7 @@ from specdec_core.mistakes import (
     resample_from_p_rule,
     wrong_q_rule,
 )
-from specdec_core.multiposition import joint_emitted_two_positions, markov_example, target_joint
+from specdec_core.multiposition import joint_emitted_two_positions, markov_example, position_alphas, target_joint
 from specdec_core.proof_cases import (
     PRESETS,
     case_from_logits,
@@ -242,6 +242,9 @@ def test_two_position_joint_law_equals_target_joint(v, seed, conc):
     np.testing.assert_allclose(joint, target_joint(p1, P2), atol=1e-15)
     # not trivial: the draft's own joint law is far from the target's
     assert np.abs(target_joint(q1, Q2) - target_joint(p1, P2)).max() > 0.02
+    a1, a2 = position_alphas(p1, P2, q1, Q2)
+    assert a1 == pytest.approx(acceptance_rate(p1, q1)) and a2.shape == (v,)
+    assert a2[0] == pytest.approx(acceptance_rate(P2[0], Q2[0]))
 
 
 def test_two_position_enumeration_is_sensitive_to_a_wrong_rule():
