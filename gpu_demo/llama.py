@@ -29,6 +29,7 @@ class LlamaConfig:
     rope_base: float = 100000.0
     max_seq_len: int = 8192  # the model's trained context
     tie_embeddings: bool = True
+    n_out: int = 0  # > 0: the head scores only these many token ids (buffer out_ids); others get -inf
 
     @property
     def head_dim(self) -> int:
@@ -40,6 +41,8 @@ class LlamaConfig:
         return asdict(self)
 
     def __post_init__(self) -> None:
+        if self.n_out and self.tie_embeddings:
+            raise ValueError("a sub-vocabulary head (n_out > 0) cannot be tied to the embedding")
         if self.dim % self.n_heads or self.n_heads % self.n_kv_heads or self.head_dim % 2:
             raise ValueError(
                 "dim must be divisible by n_heads, n_heads by n_kv_heads, and head_dim must be even; "
@@ -167,7 +170,11 @@ class Llama(nn.Module):
         self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
         self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
-        self.output = None if cfg.tie_embeddings else nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
+        self.output = None if cfg.tie_embeddings else nn.Linear(cfg.dim, cfg.n_out or cfg.vocab_size, bias=False)
+        if cfg.n_out:
+            self.register_buffer("out_ids", torch.arange(cfg.n_out))  # (n_out,) token ids the head scores
+        else:
+            self.out_ids = None
         self._len = 0
         self._batch = 0
         self._cache: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -219,10 +226,17 @@ class Llama(nn.Module):
 
     # --------------------------------------------------------------------- forward --
     def head(self, h: torch.Tensor) -> torch.Tensor:
-        """Final norm and output projection (tied to the embedding by default): (B, T, C) -> (B, T, V) float32."""
+        """Final norm and output projection (tied to the embedding by default): (B, T, C) -> (B, T, V) float32.
+
+        With a sub-vocabulary head, ids outside out_ids get logit -inf (probability 0).
+        """
         h = self.norm(h)
         w = self.tok_embeddings.weight if self.output is None else self.output.weight
-        return F.linear(h, w).float()
+        logits = F.linear(h, w).float()  # (B, T, V or n_out)
+        if self.out_ids is None:
+            return logits
+        full = logits.new_full((*logits.shape[:-1], self.vocab_size), float("-inf"))  # (B, T, V)
+        return full.index_copy_(-1, self.out_ids, logits)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """idx (B, T) at positions cache_len..cache_len+T-1 -> logits (B, T, V) float32; appends T to the cache."""
@@ -244,11 +258,10 @@ class Llama(nn.Module):
         self._len = start + T
         return self.head(x)
 
-    def forward_train(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Cache-free causal forward (for training): tokens (B, T) at positions 0..T-1 -> logits (B, T, V)."""
-        B, T = tokens.shape
-        cos, sin = rope_tables(self.cfg.head_dim, T, self.cfg.rope_base, tokens.device)
-        x = self.tok_embeddings(tokens)  # (B, T, C)
+    def trunk(self, x: torch.Tensor) -> torch.Tensor:
+        """Cache-free causal stack over embeddings x (B, T, C) at positions 0..T-1 -> hidden (B, T, C), pre-norm."""
+        B, T, _ = x.shape
+        cos, sin = rope_tables(self.cfg.head_dim, T, self.cfg.rope_base, x.device)
         for layer in self.layers:
             a, h = layer.attention, layer.attention_norm(x)
             q = a.wq(h).view(B, T, a.n_heads, a.head_dim).transpose(1, 2)  # (B, nh, T, hd)
@@ -258,7 +271,11 @@ class Llama(nn.Module):
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)  # (B, nh, T, hd)
             x = x + a.wo(y.transpose(1, 2).reshape(B, T, a.n_heads * a.head_dim))
             x = x + layer.feed_forward(layer.ffn_norm(x))
-        return self.head(x)
+        return x
+
+    def forward_train(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Cache-free causal forward (training, reference): tokens (B, T) at positions 0..T-1 -> logits (B, T, V)."""
+        return self.head(self.trunk(self.tok_embeddings(tokens)))
 
 
 def init_random(cfg: LlamaConfig, seed: int = 0, max_len: int = 512) -> Llama:

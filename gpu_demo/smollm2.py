@@ -1,0 +1,91 @@
+"""SmolLM2-135M-Instruct pairs for the registry: with the prompt-lookup draft, or with the trained draft.
+
+Loader signature (gpu_demo.pairs): ``loader(device, **options) -> Pair``. Options: ``dtype``
+(float32 by default on CPU, bfloat16 on CUDA), ``max_len`` (KV-cache capacity, default 2048), and for
+the lookup pair ``max_ngram``/``min_ngram``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gpu_demo.decode import ModelDrafter
+from gpu_demo.gguf_loader import LICENSE, SmolLM2, load_smollm2, render_chat
+from gpu_demo.lookup import LookupDrafter
+from gpu_demo.pairs import Pair
+
+
+class SmolTokenizer:
+    """gpu_demo's Tokenizer protocol over the BPE tokenizer rebuilt from the GGUF."""
+
+    def __init__(self, tokenizer, chat_template: str, eos_token_id: int) -> None:
+        self.tk = tokenizer
+        self.vocab_size = tokenizer.get_vocab_size()
+        self.chat_template = chat_template
+        self.eos_token_id = eos_token_id
+
+    def encode(self, text: str) -> list[int]:
+        """Byte-level BPE ids (any text is representable; special tokens such as <|im_start|> are recognised)."""
+        return self.tk.encode(text).ids
+
+    def decode(self, ids: "list[int] | tuple[int, ...]") -> str:
+        """Text of ids, special tokens included."""
+        return self.tk.decode(list(ids), skip_special_tokens=False)
+
+    def piece(self, token_id: int) -> str:
+        """Display text of one token (a partial UTF-8 byte shows as U+FFFD)."""
+        return self.tk.decode([int(token_id)], skip_special_tokens=False)
+
+    def chat(self, user: str, system: str | None = None) -> str:
+        """The chat-template prompt for one user turn, ready for the assistant's reply."""
+        msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+        return render_chat(self.chat_template, msgs)
+
+
+def _dtype(device: torch.device, dtype: torch.dtype | str | None) -> torch.dtype:
+    """float32 on CPU, bfloat16 on CUDA, unless given."""
+    if isinstance(dtype, str):
+        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    return dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
+
+
+def _info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
+    """Facts for display."""
+    return {
+        "target": "SmolLM2-135M-Instruct (Q4_1 GGUF dequantised)",
+        "target_params": smol.model.num_params(),
+        "draft": draft,
+        "context": smol.model.max_seq_len,
+        "dtype": str(dtype).replace("torch.", ""),
+        "license": LICENSE,
+        "load_s": round(smol.load_seconds, 2),
+        "from_cache": smol.from_cache,
+        "stop_tokens": [smol.eos_token_id],
+        "chat": True,
+    }
+
+
+def load_lookup_pair(
+    device: torch.device, dtype: torch.dtype | str | None = None, max_len: int = 2048,
+    max_ngram: int = 3, min_ngram: int = 1,
+) -> Pair:
+    """SmolLM2 target + prompt-lookup draft (deterministic, q one-hot)."""
+    dt = _dtype(device, dtype)
+    smol = load_smollm2(device=device, dtype=dt, max_len=max_len)
+    tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
+    drafter = LookupDrafter(smol.model.vocab_size, max_ngram=max_ngram, min_ngram=min_ngram)
+    info = _info(smol, dt, f"prompt lookup (n-gram {min_ngram}..{max_ngram})")
+    return Pair("smollm2-lookup", smol.model, drafter, tok, device, info)
+
+
+def load_draft_pair(device: torch.device, dtype: torch.dtype | str | None = None, max_len: int = 2048) -> Pair:
+    """SmolLM2 target + the distilled 2-layer draft committed in assets/smollm2_draft.*."""
+    from gpu_demo.train_smol import load_draft
+
+    dt = _dtype(device, dtype)
+    smol = load_smollm2(device=device, dtype=dt, max_len=max_len)
+    draft = load_draft(smol.model, max_len=max_len)
+    tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
+    info = _info(smol, dt, "distilled 2-layer Llama draft")
+    info["draft_params"] = draft.num_params()
+    return Pair("smollm2-draft", smol.model, ModelDrafter(draft, "distilled SmolLM2 draft"), tok, device, info)
