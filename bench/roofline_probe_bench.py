@@ -41,21 +41,20 @@ def seed_table() -> str:
 
 
 def combine(runs: list[ProbeResult]) -> ProbeResult:
-    """Median over runs of per-run medians; spread spans the runs' IQRs; model from the median ceilings."""
-    n = min(len(r.tokens) for r in runs)
-    tokens = runs[0].tokens[:n]
-    meas = np.median([r.measured_s[:n] for r in runs], axis=0)
-    lo = np.min([[s[0] for s in r.spread_s[:n]] for r in runs], axis=0)
-    hi = np.max([[s[1] for s in r.spread_s[:n]] for r in runs], axis=0)
+    """Per T, the median over the runs that reached it of their medians; spread spans those runs' IQRs."""
+    tokens = sorted({t for r in runs for t in r.tokens})
+    per_t = {t: [(r.measured_s[i], r.spread_s[i], r.n_samples[i]) for r in runs for i, tt in enumerate(r.tokens)
+                 if tt == t] for t in tokens}
+    meas = [float(np.median([m for m, _, _ in per_t[t]])) for t in tokens]
+    spread = [(min(s[0] for _, s, _ in per_t[t]), max(s[1] for _, s, _ in per_t[t])) for t in tokens]
     peak = float(np.median([r.peak_flops for r in runs]))
     bw = float(np.median([r.bandwidth for r in runs]))
     r0 = runs[0]
     act = r0.shape.act_elems_per_token * r0.weight_bytes
     model = linear_stack_time(r0.n_weights, tokens, r0.weight_bytes, peak, bw, act)
     knee, _ = fit_knee(tokens, meas)
-    return replace(r0, tokens=tokens, measured_s=[float(x) for x in meas],
-                   spread_s=[(float(a), float(b)) for a, b in zip(lo, hi)],
-                   n_samples=list(np.sum([r.n_samples[:n] for r in runs], axis=0).tolist()), model_s=[float(x) for x in model],
+    return replace(r0, tokens=tokens, measured_s=meas, spread_s=spread,
+                   n_samples=[sum(n for _, _, n in per_t[t]) for t in tokens], model_s=[float(x) for x in model],
                    peak_flops=peak, bandwidth=bw, knee_measured=knee, knee_model=knee_tokens(peak, bw, r0.weight_bytes),
                    knee_reached=knee < max(tokens), elapsed_s=sum(r.elapsed_s for r in runs))
 
@@ -85,6 +84,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--budget", type=float, default=20.0, help="seconds per run, about")
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--html", type=Path)
     ap.add_argument("--png", type=Path)
@@ -94,17 +94,18 @@ def main() -> None:
     print(seed_table(), "\n")
     runs = []
     for i in range(args.runs):
-        res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget))
+        res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget,
+                                      threads=args.threads))
         print(f"run {i + 1}/{args.runs}: {res.elapsed_s:.1f} s, matmul {res.peak_flops / 1e9:.1f} GFLOP/s, "
               f"copy {res.bandwidth / 1e9:.1f} GB/s, T up to {max(res.tokens)}")
         runs.append(res)
     res = combine(runs)
     print(f"\nmeasured on {res.device}, {res.dtype}, {res.shape.name} ({res.n_weights / 1e6:.1f}M weights); "
-          f"medians over {args.runs} runs")
+          f"per T the median over the runs that reached it")
     print(f"ceilings (median): matmul {res.peak_flops / 1e9:.1f} GFLOP/s, copy {res.bandwidth / 1e9:.1f} GB/s")
-    print(f"{'T':>6} {'measured ms':>12} {'IQR span ms':>17} {'model ms':>10} {'meas/model':>11}")
-    for t, m, (lo, hi), p in zip(res.tokens, res.measured_s, res.spread_s, res.model_s):
-        print(f"{t:>6} {m * 1e3:>12.3f} {lo * 1e3:>8.3f}-{hi * 1e3:<8.3f} {p * 1e3:>10.3f} {m / p:>11.2f}")
+    print(f"{'T':>6} {'passes':>6} {'measured ms':>12} {'IQR span ms':>17} {'model ms':>10} {'meas/model':>11}")
+    for t, n, m, (lo, hi), p in zip(res.tokens, res.n_samples, res.measured_s, res.spread_s, res.model_s):
+        print(f"{t:>6} {n:>6} {m * 1e3:>12.3f} {lo * 1e3:>8.3f}-{hi * 1e3:<8.3f} {p * 1e3:>10.3f} {m / p:>11.2f}")
     seen = "inside" if res.knee_reached else "beyond"
     print(f"knee: measured {res.knee_measured:.1f} tokens ({seen} the range), model {res.knee_model:.1f} tokens")
 

@@ -107,7 +107,8 @@ def device_label(dev: torch.device) -> str:
     """A human name for the device that was measured."""
     if dev.type == "cuda":
         return f"CUDA: {torch.cuda.get_device_name(dev)}"
-    return f"CPU ({torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"CPU ({n} thread{'' if n == 1 else 's'})"
 
 
 def _sync(dev: torch.device) -> None:
@@ -170,12 +171,19 @@ def run_stack(x: torch.Tensor, weights: list[torch.Tensor], shape: ProbeShape) -
 
 
 def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget_s: float = 20.0,
-          seed: int = 0) -> Iterator[ProbeEvent]:
-    """Measure ceilings, then time the stack at T = 1, 2, 4, ... <= max_tokens within about budget_s."""
+          seed: int = 0, threads: int | None = None) -> Iterator[ProbeEvent]:
+    """Measure ceilings, then time the stack at T = 1, 2, 4, ... <= max_tokens within about budget_s.
+
+    threads: CPU threads for torch (None keeps torch's setting); ceilings are measured with the same count.
+    """
     if max_tokens < 2:
         raise ValueError(f"max_tokens must be >= 2; got {max_tokens}")
     if budget_s <= 0:
         raise ValueError(f"budget_s must be > 0; got {budget_s}")
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1; got {threads}")
+        torch.set_num_threads(threads)
     start = time.perf_counter()
     dev = pick_device(device)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
@@ -261,8 +269,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--budget", type=float, default=20.0, help="seconds, about")
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
     args = ap.parse_args(argv)
-    res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget),
+    res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget,
+                           threads=args.threads),
                      lambda ev: print(f"[{ev.fraction:4.0%}] {ev.message}", flush=True))
     print(format_table(res))
 

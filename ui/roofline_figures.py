@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from specdec_core import roofline as rl
-from specdec_core.steptime import SpecCurve, StepTime
+from specdec_core.steptime import SpecCurve, StepTime, linear_stack_time
 from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure
 
 MODEL_LABEL = "roofline model, not a measurement"
@@ -133,7 +133,10 @@ def probe_figure(res) -> go.Figure:
                      margin=dict(t=80, b=40), legend=LEGEND_BELOW, height=460, hovermode="closest")
     lo = [m - s[0] for m, s in zip(res.measured_s, res.spread_s)]
     hi = [s[1] - m for m, s in zip(res.measured_s, res.spread_s)]
-    fig.add_scatter(x=res.tokens, y=np.array(res.model_s) * 1e3, mode="lines",
+    grid = np.geomspace(min(res.tokens), max(res.tokens), 200)
+    model = linear_stack_time(res.n_weights, grid, res.weight_bytes, res.peak_flops, res.bandwidth,
+                              res.shape.act_elems_per_token * res.weight_bytes)
+    fig.add_scatter(x=grid, y=model * 1e3, mode="lines",
                     name="roofline model (measured ceilings)", line=dict(color=ROLE_COLOUR["predicted"], width=3))
     fig.add_scatter(x=res.tokens, y=np.array(res.measured_s) * 1e3, mode="markers+lines", name="measured (median, IQR bars)",
                     marker=dict(size=10, color=ROLE_COLOUR["measured"], symbol="circle"),
