@@ -79,38 +79,43 @@ def controls() -> tuple[float, int, float, float, str]:
     return float(alpha), int(gamma), float(c), float(v), mode
 
 
-def position_alphas(alpha: float, gamma: int, mode: str) -> np.ndarray:
-    """alpha_1..alpha_gamma for the chosen mode (table values are validated by the core)."""
+def _table_edited(editor_key: str, base: list[float]) -> None:
+    """Callback: write the edited table back into the URL-bound text box, which stays the one source of truth."""
+    values = list(base)
+    for row, change in st.session_state[editor_key].get("edited_rows", {}).items():
+        if "alpha_j" in change:
+            values[int(row)] = change["alpha_j"]
+    st.session_state["aj"] = ", ".join("" if x is None else f"{x:g}" for x in values)
+
+
+def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """(alpha_1..alpha_gamma, the rates for the gamma search and curves: None in constant mode)."""
     if mode == "constant":
-        return np.full(gamma, alpha)
+        return np.full(gamma, alpha), None
     rho = slider_input("decay rho", "rho", 0.0, 1.0, 0.9, 0.01, "%.3f", help="alpha_j = alpha rho^(j-1).")
     decayed = alg.decay_alphas(alpha, rho, gamma)
     if mode == "decay":
-        return decayed
-    text = st.text_input("alpha_j, comma-separated (missing positions use the decay model)", key="aj",
-                         bind="query-params", placeholder=", ".join(f"{a:.3f}" for a in decayed))
+        return decayed, alg.decay_alphas(alpha, rho, MAX_GAMMA)
+    text = st.text_input("alpha_j, comma-separated (missing positions use the decay model; or edit the table)",
+                         key="aj", bind="query-params", placeholder=", ".join(f"{a:.3f}" for a in decayed))
     try:
         typed = [float(x) for x in text.replace(";", ",").split(",") if x.strip()] if text else []
-        table = alg.fit_alphas(typed, gamma, 0.0) if typed else decayed
-        if len(typed) < gamma:
-            table = np.concatenate([table[: len(typed)], decayed[len(typed):]])
+        table = np.concatenate([alg.fit_alphas(typed, min(gamma, len(typed)), 0.0), decayed[len(typed):]])
     except ValueError as exc:
         st.warning(f"Could not use those alpha_j ({exc}). Each must be a number in [0, 1]; using the decay model.")
         table = decayed
-    edited = st.data_editor({"position j": list(range(1, gamma + 1)), "alpha_j": [float(a) for a in table]},
-                            key=f"aj_editor_{text}_{gamma}", disabled=["position j"], hide_index=True)
-    try:
-        return alg.fit_alphas(edited["alpha_j"], gamma, 0.0)
-    except (ValueError, TypeError) as exc:
-        st.warning(f"A table entry was refused ({exc}); each alpha_j must be in [0, 1]. Using the typed values.")
-        return table
+    base = [float(a) for a in table]
+    editor_key = f"aj_table_{text}_{gamma}_{alpha}_{rho}"
+    st.data_editor({"position j": list(range(1, gamma + 1)), "alpha_j": base}, key=editor_key,
+                   disabled=["position j"], hide_index=True, on_change=_table_edited, args=(editor_key, base))
+    return table, table
 
 
-def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, mode: str) -> float:
+def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search: np.ndarray | None) -> float:
     """The formulas with numbers substituted, the metrics, the limits and the break-even alpha; returns speedup."""
     cost = float(alg.step_cost(gamma, c, v))
-    if mode == "constant":
-        tokens = float(alg.expected_tokens(alpha, gamma))
+    if search is None:
+        tokens, s = float(alg.expected_tokens(alpha, gamma)), float(alg.speedup(alpha, gamma, c, v))
         if alpha == 1.0:
             st.latex(rf"\mathbb{{E}}[N] = \gamma + 1 = {gamma + 1}\quad(\alpha = 1:\ \text{{every draft token is kept}})")
         else:
@@ -118,63 +123,61 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, mode:
                      rf"{{1-{alpha:g}}} = {n(tokens)}")
     else:
         terms = " + ".join(["1"] + [n(x) for x in alg.survival_probabilities(aj)][:8]) + (r" + \cdots" if gamma > 8 else "")
-        tokens = alg.expected_tokens_positional(aj)
+        tokens, s = alg.expected_tokens_positional(aj), alg.speedup_positional(aj, c, v)
         st.latex(rf"\mathbb{{E}}[N] = 1 + \sum_{{i=1}}^{{\gamma}}\prod_{{j\le i}}\alpha_j = {terms} = {n(tokens)}")
-    s = tokens / cost
     st.latex(rf"\text{{cost}} = \gamma c + v = {gamma}\times{c:g} + {v:g} = {n(cost)}\qquad"
              rf"\text{{speedup}} = \frac{{\mathbb{{E}}[N]}}{{\gamma c + v}} = \frac{{{n(tokens)}}}{{{n(cost)}}} = {s:.2f}\times")
-    best = alg.best_gamma(alpha, c, v, MAX_GAMMA) if mode == "constant" else alg.best_gamma_positional(
-        alg.decay_alphas(alpha, float(st.session_state.get("rho", 0.9)), MAX_GAMMA) if mode == "decay" else aj, c, v)
+    best = alg.best_gamma(alpha, c, v, MAX_GAMMA) if search is None else alg.best_gamma_positional(search, c, v)
     cols = st.columns(4)
     cols[0].metric("Tokens per step E[N]", n(tokens))
     cols[1].metric("Step cost", n(cost), help="gamma c + v, in target decode steps")
     cols[2].metric("Speedup", f"{s:.2f}x")
     cols[3].metric("Best integer gamma", f"{best[0]}", f"{best[1]:.2f}x at best", delta_color="off",
-                   help=f"Searched over gamma = 0..{MAX_GAMMA if mode != 'table' else gamma}.")
+                   help=f"Searched over gamma = 0..{MAX_GAMMA if search is None else search.size}.")
     if best[0] == MAX_GAMMA:
         st.caption(f"The best gamma sits at the search cap {MAX_GAMMA}: with c = {c:g} a longer draft always adds tokens for little cost.")
     if s < 1.0:
-        st.warning(f"**This is a slowdown:** {s:.2f}x means each token takes {1 / s:.2f} times as long as plain "
-                   "decoding. Acceptance alone does not decide it: the cost gamma c + v does too.")
+        st.warning(f"**This is a slowdown:** at {s:.2f}x, speculating makes decoding slower than plain decoding. "
+                   "Acceptance alone does not decide it: the cost gamma c + v does too.")
     lo, hi = alg.speedup_limits(gamma, c, v)
     st.latex(rf"\alpha\to0:\ \frac{{1}}{{\gamma c + v}} = \frac{{1}}{{{n(cost)}}} = {lo:.2f}\times\qquad"
              rf"\alpha\to1:\ \frac{{\gamma+1}}{{\gamma c + v}} = \frac{{{gamma + 1}}}{{{n(cost)}}} = {hi:.2f}\times")
     be = alg.break_even_alpha(gamma, c, v)
-    label = "Break-even alpha (speedup = 1" + (", constant alpha)" if mode != "constant" else ")")
+    label = "Break-even alpha (speedup = 1" + (", constant alpha)" if search is not None else ")")
     if be is None:
         st.markdown(f"**{label}:** none. No alpha in [0, 1] pays here: even alpha = 1 gives {hi:.2f}x.")
     elif be == 0.0:
         st.markdown(f"**{label}:** 0. Any alpha breaks even, since the step costs {n(cost)} <= 1 target step.")
     else:
         st.markdown(f"**{label}:** {n(be, 4)}. Below it speculation is a slowdown.")
-    if mode != "constant":
+    if search is not None:
         gap = alg.positional_gap(aj, c, v)
         st.info(f"The constant-alpha formula at the mean rate alpha_bar = {n(gap['alpha_bar'])} predicts E[N] = "
                 f"{n(gap['en_constant'])} and {gap['speedup_constant']:.2f}x; the per-position value is "
                 f"{n(gap['en_positional'])} and {gap['speedup_positional']:.2f}x, so it is off by "
-                f"{100 * gap['rel_error']:+.1f}%. A single average rate does not fix the products of the alpha_j.")
+                f"{gap['rel_error']:+.1%}. A single average rate does not fix the products of the alpha_j.")
     return s
 
 
-def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, mode: str) -> None:
+def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search: np.ndarray | None) -> None:
     """The four figures."""
     gammas = np.arange(17)
     tokens, speeds = alg.expected_tokens(alpha, gammas), alg.speedup(alpha, gammas, c, v)
     pos, best = None, alg.best_gamma(alpha, c, v, 16)
-    if mode != "constant":
-        curve = alg.decay_alphas(alpha, float(st.session_state.get("rho", 0.9)), 16) if mode == "decay" else aj
-        pt = alg.expected_tokens_prefixes(curve)
-        pos = (pt, pt / alg.step_cost(np.arange(pt.size), c, v))
+    if search is not None:
+        curve = search[:16]
+        pos = (alg.expected_tokens_prefixes(curve), alg.speedup_prefixes(curve, c, v))
         best = alg.best_gamma_positional(curve, c, v)
     left, right = st.columns(2)
     left.plotly_chart(gamma_figure(gammas, tokens, speeds, best, gamma, pos), key="fig_gamma")
     grid = np.linspace(0.0, 1.0, 101)
     curves = {g: alg.speedup(grid, g, c, v) for g in sorted({1, 2, 4, 8, 16, max(gamma, 1)})}
     right.plotly_chart(alpha_figure(grid, curves, (alpha, float(alg.speedup(alpha, gamma, c, v)))), key="fig_alpha")
-    st.plotly_chart(heatmap_figure(*heatmap_data(v, 0.5 if c <= 0.5 else 1.0), (alpha, c), v), key="fig_heat")
+    heat = heatmap_data(v, 0.5 if c <= 0.5 else 1.0)
+    st.plotly_chart(heatmap_figure(*heat, (alpha, c), v), key="fig_heat")
     st.caption("Each cell searches gamma = 0..32 (hover a cell to read its best gamma and speedup). The white line "
                "is speedup = 1: below and right of it no draft length >= 1 pays. Colours saturate at 5x; the corner "
-               "alpha -> 1, c -> 0 reaches 33x. In this model gamma = 0 still pays one pass v, so it scores 1 / v.")
+               f"alpha -> 1, c -> 0 reaches {heat[2][-1, 0]:.0f}x. In this model gamma = 0 still pays one pass v, so it scores 1 / v.")
     pmf = alg.accepted_length_pmf_positional(aj)
     freq, mc = monte_carlo(tuple(float(a) for a in aj), MC_STEPS)
     marks = {"mean": mc["mean"], "P50": mc["p50"], "P99": mc["p99"]}
@@ -186,12 +189,12 @@ def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, mode: 
 
 
 @st.cache_data
-def paper_tables() -> tuple[list[dict], list[dict]]:
+def paper_tables() -> tuple[list[dict], list[dict], dict[str, float]]:
     """Leviathan rows: prediction at c = 0.015, ratio, back-solved c; Chen rows: back-solved alpha (all core)."""
-    lev = []
+    lev, gaps = [], {}
     for r in ps.LEVIATHAN_ROWS:
         cmp = alg.reported_vs_predicted(r.alpha, r.gamma, ps.T5_SMALL_C, r.reported_speedup)
-        ic = cmp["implied_c"]
+        ic, gaps[r.name] = cmp["implied_c"], cmp["gap"]
         lev.append({"row": r.name, "gamma": r.gamma, "alpha": r.alpha, "reported": f"{r.reported_speedup:.1f}x",
                     "predicted at c = 0.015": f"{cmp['predicted']:.2f}x", "reported / predicted": f"{cmp['ratio']:.2f}",
                     "c that reproduces it (v = 1, back-solved)": n(ic, 4) if ic is not None else "none >= 0"})
@@ -200,19 +203,18 @@ def paper_tables() -> tuple[list[dict], list[dict]]:
         a = alg.implied_alpha(r.reported_speedup, r.gamma, r.c)
         chen.append({"row": r.name, "K": r.gamma, "c = 1.8 / 14.1": n(r.c, 4), "reported": f"{r.reported_speedup:.2f}x",
                      "alpha implied (v = 1, back-solved)": n(a, 3) if a is not None else "none in [0, 1]"})
-    return lev, chen
+    return lev, chen, gaps
 
 
 def paper_section(choice: str) -> None:
     """Formula prediction beside the reported speedup for every paper row, and the derived c or alpha."""
     st.subheader("Published operating points")
-    lev, chen = paper_tables()
+    lev, chen, gaps = paper_tables()
     st.dataframe(lev, hide_index=True)
     st.caption(f"Source: {ps.LEVIATHAN}. The paper gives c of about {ps.T5_SMALL_C} for T5-small only.")
-    ende = [row for row in lev if row["row"].startswith("EnDe, T5-small")]
     st.markdown(
         "For T5-small on EnDe the formula lands within "
-        + " and ".join(f"{abs(float(row['reported / predicted']) - 1):.0%} ({row['row'][-6:]})" for row in ende)
+        + " and ".join(f"{abs(g):.0%} ({name[-6:]})" for name, g in gaps.items() if name.startswith("EnDe, T5-small"))
         + " of the report. The larger drafts need a larger c: T5-base and T5-large run many more layers per draft token, so at "
         "T5-small's c the formula overpredicts them badly, and the c that reproduces their speedups "
         "(computed above, illustrative) grows with draft size. Where no c >= 0 reproduces a report, the paper "
@@ -226,11 +228,11 @@ def paper_section(choice: str) -> None:
                      hide_index=True)
     if choice in PRESETS:
         r, vals = PRESETS[choice], preset_values(PRESETS[choice])
-        pred = float(alg.speedup(vals["alpha"], r.gamma, vals["c"]))
+        cmp = alg.reported_vs_predicted(vals["alpha"], r.gamma, vals["c"], r.reported_speedup)
         derived = [k for k, x in (("alpha", r.alpha), ("c", r.c)) if x is None]
         st.success(f"Loaded **{choice}**: alpha = {vals['alpha']:g}, gamma = {r.gamma}, c = {vals['c']:g}, v = 1. "
-                   f"Formula: {pred:.2f}x against the reported {r.reported_speedup:.2f}x (ratio "
-                   f"{r.reported_speedup / pred:.2f})."
+                   f"Formula: {cmp['predicted']:.2f}x against the reported {r.reported_speedup:.2f}x (ratio "
+                   f"{cmp['ratio']:.2f})."
                    + (f" {' and '.join(derived)} back-solved from the reported speedup, so the match is by "
                       "construction." if derived else ""))
 
@@ -256,9 +258,9 @@ def render() -> None:
                 "accepted prefix plus one target token. Move the costs as well as the acceptance: both decide "
                 "whether it pays.")
     alpha, gamma, c, v, mode = controls()
-    aj = position_alphas(alpha, gamma, mode)
-    readouts(alpha, gamma, c, v, aj, mode)
-    figures(alpha, gamma, c, v, aj, mode)
+    aj, search = position_alphas(alpha, gamma, mode)
+    readouts(alpha, gamma, c, v, aj, search)
+    figures(alpha, gamma, c, v, aj, search)
     paper_section(st.session_state.get("preset", NO_PRESET))
     seed_section()
     st.subheader("Greedy decoding")

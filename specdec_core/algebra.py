@@ -189,10 +189,15 @@ def survival_probabilities(alphas: ArrayLike) -> NDArray[np.float64]:
     return np.cumprod(check_alphas(alphas))
 
 
+def speedup_prefixes(alphas: ArrayLike, c: float, v: float = 1.0) -> NDArray[np.float64]:
+    """Speedup for draft lengths 0..gamma under per-position rates: E[N](alpha_1..alpha_g) / (g c + v)."""
+    tokens = expected_tokens_prefixes(alphas)                     # (G + 1,)
+    return tokens / np.asarray(step_cost(np.arange(tokens.size), c, v))
+
+
 def best_gamma_positional(alphas: ArrayLike, c: float, v: float = 1.0) -> tuple[int, float]:
     """(gamma*, speedup) maximising E[N](alpha_1..alpha_gamma) / (gamma c + v) over prefix lengths 0..len(alphas)."""
-    tokens = expected_tokens_prefixes(alphas)                     # (G + 1,)
-    s = tokens / np.asarray(step_cost(np.arange(tokens.size), c, v))
+    s = speedup_prefixes(alphas, c, v)                            # (G + 1,)
     g = int(np.argmax(s))                                         # ties go to the shorter draft
     return g, float(s[g])
 
@@ -261,10 +266,11 @@ def implied_alpha(s: float, gamma: int, c: float, v: float = 1.0) -> float | Non
 
 
 def reported_vs_predicted(alpha: float, gamma: int, c: float, reported: float, v: float = 1.0) -> dict[str, float | None]:
-    """Formula speedup at (alpha, gamma, c, v), reported / predicted, and the c >= 0 that reproduces the report."""
+    """Formula speedup at (alpha, gamma, c, v), ratio = reported / predicted, gap = ratio - 1, and the c >= 0
+    that reproduces the report (None if even c = 0 falls short)."""
     pred = float(speedup(alpha, gamma, c, v))
-    return {"predicted": pred, "ratio": _check_speedup_value(reported, "reported") / pred,
-            "implied_c": implied_c(alpha, gamma, reported, v)}
+    ratio = _check_speedup_value(reported, "reported") / pred
+    return {"predicted": pred, "ratio": ratio, "gap": ratio - 1.0, "implied_c": implied_c(alpha, gamma, reported, v)}
 
 
 def seed_table(

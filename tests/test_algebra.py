@@ -275,6 +275,9 @@ def test_prefixes_and_survival(rates):
     for g in range(len(rates) + 1):
         assert pre[g] == pytest.approx(alg.expected_tokens_positional(rates[:g]), rel=1e-12)
     np.testing.assert_allclose(alg.survival_probabilities(rates), np.cumprod(rates) if rates else [])
+    sp = alg.speedup_prefixes(rates, 0.1, 1.2)
+    for g in range(len(rates) + 1):
+        assert sp[g] == pytest.approx(alg.speedup_positional(rates[:g], 0.1, 1.2), rel=1e-12)
 
 
 def test_decay_and_fit():
@@ -353,6 +356,7 @@ def test_break_even_boundary_is_min_over_gamma(v):
 def test_reported_vs_predicted():
     out = alg.reported_vs_predicted(0.75, 7, 0.015, 3.4)
     assert round(out["predicted"], 2) == 3.26 and round(out["ratio"], 2) == 1.04
+    assert out["gap"] == pytest.approx(out["ratio"] - 1)
     assert alg.speedup(0.75, 7, out["implied_c"]) == pytest.approx(3.4)
     assert alg.reported_vs_predicted(0.65, 5, 0.015, 3.1)["implied_c"] is None
     with pytest.raises(ValueError, match="reported must be > 0"):

@@ -1,9 +1,9 @@
-"""Real-browser test of the algebra page: a slider moved in Chromium changes the readouts."""
+"""Real-browser tests of the algebra page: a slider moved and a table cell edited in Chromium change the readouts."""
 
 import pytest
 
-from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
-from specdec_core.algebra import speedup
+from browser_helpers import assert_no_error, nudge_slider, open_page, screenshot, wait_for_app
+from specdec_core.algebra import expected_tokens_positional, speedup
 
 pytestmark = pytest.mark.browser
 
@@ -20,15 +20,36 @@ def test_slider_changes_readout(page, streamlit_url):
     assert_no_error(page)
     screenshot(page, "algebra-slowdown")
 
-    # Move the gamma slider one step left with the keyboard: gamma 4 -> 3.
-    slider = page.locator('[data-testid="stSlider"]').filter(has_text="draft length gamma").get_by_role("slider")
-    slider.focus()
-    page.keyboard.press("ArrowLeft")
-    page.wait_for_timeout(300)
-    wait_for_app(page)
+    nudge_slider(page, "gamma__slider", -1)           # gamma 4 -> 3 with the keyboard
     after = _metrics(page)
     assert after[2] == f"{speedup(0.8, 3, 0.05, 3.5):.2f}x", after
     assert after != before
     assert "gamma=3" in page.url, page.url            # the URL follows the widget
     assert_no_error(page)
     screenshot(page, "algebra")
+
+
+def test_table_edit_changes_readout_and_url(page, streamlit_url):
+    open_page(page, streamlit_url, "algebra", "mode=table&alpha=0.7&gamma=3&rho=0.9")
+    page.locator('[data-testid="stMetricValue"]').first.wait_for()
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.locator("canvas").first.wait_for()
+    page.wait_for_timeout(500)                                  # let the grid paint before clicking into it
+    before = _metrics(page)
+    box = grid.bounding_box()
+    row_h = box["height"] / 4                                   # header + 3 rows (gamma = 3)
+    page.mouse.dblclick(box["x"] + box["width"] * 0.75, box["y"] + 1.5 * row_h)   # alpha_j of row 1
+    page.wait_for_timeout(300)
+    page.keyboard.press("Control+A")
+    page.keyboard.type("0.2")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => location.search.includes('aj=')")
+    page.wait_for_timeout(300)
+    wait_for_app(page)
+    rates = [0.2, 0.7 * 0.9, 0.7 * 0.81]                        # row 1 edited, rows 2 and 3 from the decay model
+    after = _metrics(page)
+    assert after[0] == f"{expected_tokens_positional(rates):.3f}", (before, after)
+    assert after != before
+    assert "aj=0.2" in page.url, page.url                       # the edit is shareable by URL
+    assert_no_error(page)
+    screenshot(page, "algebra-table")
