@@ -44,7 +44,7 @@ def _classroom_set() -> None:
 
 def seed_controls(classroom: bool) -> str:
     """The drill seed: ?seed= if given, else the classroom seed in classroom mode, else a personal one."""
-    personal = w._state("iv_personal_seed", str(random.randrange(1000, 100000)))
+    personal = w.session_default("iv_personal_seed", str(random.randrange(1000, 100000)))
     cols = st.columns([2, 1, 1], vertical_alignment="bottom")
     typed = cols[0].text_input(
         "Drill set (seed)", key="seed", bind="query-params",

@@ -325,7 +325,7 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
              "Leviathan et al. used gamma = 7 at alpha = 0.75 with c about 0.015. Is 7 the best integer gamma?",
              "Not quite: gamma = {best_gamma} gives {best_speedup:.2f}x against {speedup:.2f}x at 7; the curve is flat near its peak.",
              ("best_gamma", {"alpha": 0.75, "gamma": 7, "c": 0.015, "v": 1.0})),
-    WalkStep("Acceptance is overlap", 2,
+    WalkStep("Acceptance is overlap", 1,
              Link("pages/proof.py", {"preset": "custom", "p": "0.5,0.3,0.2", "q": "0.2,0.3,0.5"}),
              "Before looking at the numbers: what is the chance a draft token is accepted, in terms of p and q?",
              "alpha = sum over tokens of min(p, q) = 1 - TV(p, q); for example p = [0.5, 0.3, 0.2], "
@@ -346,6 +346,11 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
              "It halves, to {crossover:.1f}: each weight byte now feeds 2 FLOPs per token, but the ridge is "
              "still the BF16 one. Native FP8 doubles the ridge too, so it stays near 74.",
              ("crossover", {"hw": "H100 SXM", "gamma": 3, "mode": "w8a16"})),
+    WalkStep("A real pair, decoding", 1, Link("pages/live.py"),
+             "Each round ends with exactly one token from the target. When is it a correction, and when a bonus token?",
+             "A correction when some draft token is rejected: it is drawn from (p - q)+ at that position. A bonus "
+             "when all gamma drafts survive: it is drawn from p at the position after them, which the target "
+             "scored in the same pass."),
     WalkStep("Drill yourself", 1, Link("pages/interview.py", {"part": "Drills"}),
              "Answer one numeric drill without the app's help, then check the worked solution.",
              "The drills are graded within 1% (or 0.005); a miss shows the worked solution."),

@@ -20,7 +20,7 @@ LOCKED = "iv_locked"        # {(seed, kind): str}, classroom predictions committ
 REVEALED = "iv_revealed"    # {(seed, kind)}
 
 
-def _state(name: str, default):
+def session_default(name: str, default):
     """st.session_state[name], created with ``default`` on first use."""
     if name not in st.session_state:
         st.session_state[name] = default
@@ -59,7 +59,7 @@ def render_checklist() -> None:
 # ---------------------------------------------------------------- drills ----
 def render_drills(seed: str, classroom: bool) -> None:
     """One drill of each kind for ``seed``; graded answers, or predict-then-reveal in classroom mode."""
-    score = _state(SCORE, {})
+    score = session_default(SCORE, {})
     mine = [ok for (s, _), ok in score.items() if s == seed]
     cols = st.columns([1, 1, 3])
     cols[0].metric("Score", f"{sum(mine)} / {len(dr.DRILL_KINDS)}", help="Latest answer to each drill of this set.")
@@ -79,9 +79,9 @@ def render_drills(seed: str, classroom: bool) -> None:
 def _record(drill: dr.Drill, seed: str, response: str) -> None:
     """Grade ``response`` and keep the verdict; invalid input is reported, not scored."""
     g = dr.grade(drill, response)
-    _state(GRADES, {})[(seed, drill.kind)] = g
+    session_default(GRADES, {})[(seed, drill.kind)] = g
     if g.valid:
-        _state(SCORE, {})[(seed, drill.kind)] = g.correct
+        session_default(SCORE, {})[(seed, drill.kind)] = g.correct
 
 
 def _on_check(drill: dr.Drill, seed: str) -> None:
@@ -97,7 +97,7 @@ def _answer_box(drill: dr.Drill, label: str, disabled: bool = False) -> None:
 
 def _graded(drill: dr.Drill, seed: str) -> None:
     """Answer box, Check button, verdict and (after any graded attempt) the worked solution."""
-    grades = _state(GRADES, {})
+    grades = session_default(GRADES, {})
     _answer_box(drill, "Your answer")
     st.button("Check", key=f"chk_{drill.kind}", on_click=_on_check, args=(drill, seed))
     g = grades.get((seed, drill.kind))
@@ -115,7 +115,7 @@ def _graded(drill: dr.Drill, seed: str) -> None:
 
 def _predict_then_reveal(drill: dr.Drill, seed: str) -> None:
     """Classroom: the class commits to a prediction, then the answer and the working appear."""
-    locked, revealed = _state(LOCKED, {}), _state(REVEALED, set())
+    locked, revealed = session_default(LOCKED, {}), session_default(REVEALED, set())
     key = (seed, drill.kind)
     if key not in locked:
         _answer_box(drill, "The class predicts")
@@ -136,7 +136,7 @@ def _predict_then_reveal(drill: dr.Drill, seed: str) -> None:
 
         st.button("Reveal the answer", key=f"rev_{drill.kind}", on_click=_reveal, type="primary")
         return
-    g = _state(GRADES, {}).get(key)
+    g = session_default(GRADES, {}).get(key)
     if g is not None:
         (st.success if g.correct else st.error)(g.message)
     _solution(drill, large=True)
@@ -178,7 +178,7 @@ T0, RUNNING = "iv_t0", "iv_running"
 def render_thirty_seconds() -> None:
     """A model answer, then a timed practice with the key phrases to tick off."""
     st.subheader("Say it in 30 seconds")
-    running = _state(RUNNING, False)
+    running = session_default(RUNNING, False)
     if not running:
         st.info(ic.MODEL_ANSWER)
 
