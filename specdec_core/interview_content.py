@@ -125,8 +125,8 @@ CHECKLIST: tuple[ChecklistItem, ...] = (
         "At temperature 0 both laws are one-hot, so a draft token is kept exactly when it equals the "
         "target's argmax and the correction is the target's argmax. Acceptance is then the "
         "probability of agreement, and E[N] and the speedup follow from the same formulas.",
-        Link("pages/proof.py", {"preset": "logits", "tT": "0", "dT": "0"},
-             "Proof at temperature 0 for target and draft: one-hot laws, argmax matching"),
+        Link("pages/proof.py", {"preset": "logits", "seed": "1", "tT": "0", "dT": "0"},
+             "Proof at temperature 0: one-hot laws whose argmaxes differ, so alpha = 0 (seed 0: they agree, alpha = 1)"),
     ),
 )
 
