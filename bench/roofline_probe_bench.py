@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=512)
-    ap.add_argument("--budget", type=float, default=20.0, help="seconds per run, about")
+    ap.add_argument("--budget", type=float, default=None, help="seconds per run, about (default: the shape's)")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--html", type=Path)

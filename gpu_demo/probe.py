@@ -32,6 +32,7 @@ class ProbeShape:
     kv_dim: int
     ffn: int
     layers: int
+    budget_s: float = 20.0     # default time budget for a probe of this shape, seconds
 
     def linears(self) -> list[tuple[int, int]]:
         """(in, out) of every linear, in order."""
@@ -53,7 +54,7 @@ PROBE_SHAPES: dict[str, ProbeShape] = {
     "Llama-3.2-1B, 1 layer": ProbeShape("Llama-3.2-1B, 1 layer", 2048, 512, 8192, 1),
     "Llama-3.2-1B, 2 layers": ProbeShape("Llama-3.2-1B, 2 layers", 2048, 512, 8192, 2),
     "Llama-3.1-8B, 1 layer": ProbeShape("Llama-3.1-8B, 1 layer", 4096, 1024, 14336, 1),
-    "tiny (d=64)": ProbeShape("tiny (d=64)", 64, 16, 256, 2),
+    "tiny (d=64)": ProbeShape("tiny (d=64)", 64, 16, 256, 2, budget_s=4.0),
 }
 
 
@@ -170,7 +171,7 @@ def run_stack(x: torch.Tensor, weights: list[torch.Tensor], shape: ProbeShape) -
     return x
 
 
-def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget_s: float = 20.0,
+def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget_s: float | None = None,
           seed: int = 0, threads: int | None = None) -> Iterator[ProbeEvent]:
     """Measure ceilings, then time the stack at T = 1, 2, 4, ... <= max_tokens within about budget_s.
 
@@ -178,6 +179,7 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
     """
     if max_tokens < 2:
         raise ValueError(f"max_tokens must be >= 2; got {max_tokens}")
+    budget_s = shape.budget_s if budget_s is None else budget_s
     if budget_s <= 0:
         raise ValueError(f"budget_s must be > 0; got {budget_s}")
     if threads is not None:
@@ -268,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shape", choices=list(PROBE_SHAPES), default="Llama-3.2-1B, 1 layer")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--max-tokens", type=int, default=512)
-    ap.add_argument("--budget", type=float, default=20.0, help="seconds, about")
+    ap.add_argument("--budget", type=float, default=None, help="seconds, about (default: the shape's)")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
     args = ap.parse_args(argv)
     res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget,

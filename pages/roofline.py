@@ -109,7 +109,8 @@ def steptime_section(hw: rl.Hardware, hw_key: tuple, mode: str, gamma: int, batc
         target = bound_select("Target shape", names, key="target", default="Llama-3.1-8B")
         draft = bound_select("Draft shape", names, key="draft", default="Llama-3.2-1B (draft)")
     with c2:
-        ctx = slider_input("Context length L (tokens)", "ctx", 0, 131072, 2048, 256)
+        max_ctx = min(stp.SHAPES[target].max_context, stp.SHAPES[draft].max_context)
+        ctx = slider_input("Context length L (tokens)", "ctx", 0, max_ctx, min(2048, max_ctx), 256)
         alpha = slider_input("Acceptance alpha", "alpha", 0.0, 1.0, 0.8, 0.01, fmt="%.2f")
     t, d = stp.SHAPES[target], stp.SHAPES[draft]
     st.caption(f"Target: {t.source}. Draft: {d.source}.")
@@ -134,7 +135,10 @@ def steptime_section(hw: rl.Hardware, hw_key: tuple, mode: str, gamma: int, batc
                 f"is B = {wo:.0f}. Attention reads each sequence's KV cache once whatever the number of new "
                 "tokens, so long contexts keep the verify pass memory-bound and move the crossing out.")
     lim = limits[int(ctx)]
-    if lim is not None and batch > lim:
+    if lim == 0.0:
+        st.warning(f"The weights alone ({stp.memory_needed_gb(t, d, mode, 1, 0):,.0f} GB) exceed {hw.name}'s "
+                   f"{hw.memory_gb:g} GB: this pair needs several devices; the curves show one device's roofline.")
+    elif lim is not None and batch > lim:
         st.warning(f"At B = {batch} and context {ctx:,}, target + draft weights and KV need "
                    f"{stp.memory_needed_gb(t, d, mode, batch, ctx):,.0f} GB, more than {hw.name}'s "
                    f"{hw.memory_gb:g} GB: this point would not fit on one device (HBM is full at B = {lim:.0f}).")
@@ -149,7 +153,7 @@ def probe_section() -> None:
     st.header("Measure it here")
     dev = device_label(pick_device())
     st.markdown(
-        f"The probe times one decoder layer's linear layers (QKV, O, MLP) on **{dev}** at 1, 2, 4, ... tokens "
+        f"The probe times the linear layers (QKV, O, MLP) of one or two decoder layers on **{dev}** at 1, 2, 4, ... tokens "
         "per pass. It first measures this machine's own ceilings (a large matmul and a memory copy), so the "
         "model line uses measured numbers, not a datasheet. It takes up to about 25 s."
     )

@@ -81,6 +81,8 @@ def test_bad_arguments():
         run_to_end(probe(TINY, device="cpu", max_tokens=1))
     with pytest.raises(ValueError, match="budget_s"):
         run_to_end(probe(TINY, device="cpu", budget_s=0))
+    with pytest.raises(ValueError, match="threads"):
+        run_to_end(probe(TINY, device="cpu", threads=0))
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA"):
             run_to_end(probe(TINY, device="cuda"))

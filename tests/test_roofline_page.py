@@ -109,6 +109,12 @@ def test_memory_warning_at_long_context(app_test):
     assert any("would not fit on one device" in w.value for w in at.warning)
 
 
+def test_weights_that_do_not_fit(app_test):
+    at = app_test(PAGE, hw="L4", target="Llama-3.1-70B")
+    assert not at.exception
+    assert any("The weights alone (144 GB) exceed L4's 24 GB" in w.value for w in at.warning)
+
+
 def test_probe_button_runs_and_reports_the_device(app_test):
     at = app_test(PAGE, probe="tiny (d=64)", timeout=120)
     at.button(key="probe_run").click().run()
