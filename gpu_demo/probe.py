@@ -225,7 +225,8 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
                 samples[t].append(timed_once(lambda: run_stack(inputs[t], weights, shape), dev))
             rounds += 1
             left = max(sweep_budget - (time.perf_counter() - sweep_start), 0.0)
-            yield ProbeEvent(min(0.52 + 0.45 * (1 - left / sweep_budget), 0.97), f"round {rounds}: {len(samples)} token counts")
+            yield ProbeEvent(min(0.52 + 0.45 * (1 - left / sweep_budget), 0.97),
+                             f"round {rounds}: {len(samples)} token counts")
     for t, times in samples.items():
         res.tokens.append(t)
         res.measured_s.append(float(np.median(times)))

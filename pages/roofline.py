@@ -153,9 +153,9 @@ def probe_section() -> None:
     st.header("Measure it here")
     dev = device_label(pick_device())
     st.markdown(
-        f"The probe times the linear layers (QKV, O, MLP) of one or two decoder layers on **{dev}** at 1, 2, 4, ... tokens "
-        "per pass. It first measures this machine's own ceilings (a large matmul and a memory copy), so the "
-        "model line uses measured numbers, not a datasheet. It takes up to about 25 s."
+        f"The probe times the linear layers (QKV, O, MLP) of one or two decoder layers on **{dev}** at 1, 2, "
+        "4, ... tokens per pass. It first measures this machine's own ceilings (a large matmul and a memory "
+        "copy), so the model line uses measured numbers, not a datasheet. It takes up to about 25 s."
     )
     shape = bound_select("Probe shape", list(PROBE_SHAPES), key="probe", default="Llama-3.2-1B, 1 layer")
     if st.button("Measure it here", key="probe_run", icon=":material/timer:"):

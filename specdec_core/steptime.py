@@ -206,7 +206,8 @@ def linear_stack_time(n_weights: float, tokens: ArrayLike, weight_bytes: float, 
     if min(n_weights, weight_bytes, peak_flops, bandwidth) <= 0:
         raise ValueError("n_weights, weight_bytes, peak_flops and bandwidth must all be > 0")
     t = np.asarray(tokens, dtype=np.float64)
-    return np.maximum(2.0 * n_weights * t / peak_flops, (n_weights * weight_bytes + t * act_bytes_per_token) / bandwidth)
+    compute = 2.0 * n_weights * t / peak_flops
+    return np.maximum(compute, (n_weights * weight_bytes + t * act_bytes_per_token) / bandwidth)
 
 
 def knee_tokens(peak_flops: float, bandwidth: float, weight_bytes: float) -> float:

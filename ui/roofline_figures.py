@@ -138,7 +138,8 @@ def probe_figure(res) -> go.Figure:
                               res.shape.act_elems_per_token * res.weight_bytes)
     fig.add_scatter(x=grid, y=model * 1e3, mode="lines",
                     name="roofline model (measured ceilings)", line=dict(color=ROLE_COLOUR["predicted"], width=3))
-    fig.add_scatter(x=res.tokens, y=np.array(res.measured_s) * 1e3, mode="markers+lines", name="measured (median, IQR bars)",
+    fig.add_scatter(x=res.tokens, y=np.array(res.measured_s) * 1e3, mode="markers+lines",
+                    name="measured (median, IQR bars)",
                     marker=dict(size=10, color=ROLE_COLOUR["measured"], symbol="circle"),
                     line=dict(color=ROLE_COLOUR["measured"], width=1),
                     error_y=dict(type="data", symmetric=False, array=np.array(hi) * 1e3,
