@@ -66,9 +66,10 @@ def readouts(hw: rl.Hardware, mode: str, gamma: int, batch: int) -> None:
     coef = rl.verify_intensity(1, gamma, mode)
     cols = st.columns(4)
     cols[0].metric("Ridge (FLOP/byte)", f"{ridge:.0f}")
-    cols[1].metric("Decode intensity (FLOP/byte)", f"{rl.decode_intensity(batch, mode):.0f}")
-    cols[2].metric(f"Verify intensity, gamma {gamma}", f"{rl.verify_intensity(batch, gamma, mode):.0f}",
-                   help="FLOP/byte at the chosen batch")
+    cols[1].metric("Decode intensity", f"{rl.decode_intensity(batch, mode):.0f}",
+                   help=f"FLOP per byte of a plain decode step at B = {batch}")
+    cols[2].metric("Verify intensity", f"{rl.verify_intensity(batch, gamma, mode):.0f}",
+                   help=f"FLOP per byte of verifying gamma = {gamma} drafts at B = {batch}")
     cols[3].metric("Crossover batch B*", f"{bx:.0f}", help="roofline model, not a measurement")
     peak, bw = hw.peak_flops(mode) / rl.TERA, hw.bandwidth_tbs
     two = "" if rl.flops_per_weight_byte(mode) == 1 else "2"
@@ -120,8 +121,8 @@ def steptime_section(hw: rl.Hardware, hw_key: tuple, mode: str, gamma: int, batc
         st.error(str(exc))
         return
     cols = st.columns(5)
-    cols[0].metric(f"Decode step, B = {batch}", f"{float(cur.decode_s[()]) * 1e3:.2f} ms")
-    cols[1].metric("Verify pass", f"{float(cur.verify_s[()]) * 1e3:.2f} ms")
+    cols[0].metric("Decode step (ms)", f"{float(cur.decode_s[()]) * 1e3:.4g}", help=f"target, B = {batch}")
+    cols[1].metric("Verify pass (ms)", f"{float(cur.verify_s[()]) * 1e3:.4g}", help=f"gamma + 1 = {gamma + 1} tokens")
     cols[2].metric("c(B)", f"{float(cur.c[()]):.3f}")
     cols[3].metric("v(B)", f"{float(cur.v[()]):.2f}")
     cols[4].metric("Speedup", f"{float(cur.speedup[()]):.2f}x", help="roofline model, not a measurement")

@@ -20,7 +20,7 @@ def test_default_view_matches_the_seed(app_test):
     m = metrics(at)
     assert m["Ridge (FLOP/byte)"] == "295"
     assert m["Crossover batch B*"] == "74"
-    assert m["Verify intensity, gamma 3"] == "64"        # B (gamma + 1) at B = 16
+    assert m["Verify intensity"] == "64" and m["Decode intensity"] == "16"        # B (gamma + 1) at B = 16
     latex = " ".join(x.value for x in at.latex)
     assert "= 4B" in latex and "295/4 = 74" in latex and r"\frac{989" in latex
     text = " ".join(x.value for x in at.markdown)
@@ -33,7 +33,8 @@ def test_default_view_matches_the_seed(app_test):
     assert m["c(B)"] == f"{float(cur.c):.3f}"
     assert m["v(B)"] == f"{float(cur.v):.2f}"
     assert m["Speedup"] == f"{float(cur.speedup):.2f}x"
-    assert m["Decode step, B = 16"] == f"{float(cur.decode_s) * 1e3:.2f} ms"
+    assert m["Decode step (ms)"] == f"{float(cur.decode_s) * 1e3:.4g}"
+    assert m["Verify pass (ms)"] == f"{float(cur.verify_s) * 1e3:.4g}"
 
 
 def test_every_preset_and_mode_renders(app_test):
@@ -63,7 +64,7 @@ def test_url_sets_gamma_and_batch(app_test, query, gamma, batch):
     assert not at.exception
     m = metrics(at)
     h100 = rl.HARDWARE["H100 SXM"]
-    assert m[f"Verify intensity, gamma {gamma}"] == f"{rl.verify_intensity(batch, gamma, 'bf16'):.0f}"
+    assert m["Verify intensity"] == f"{rl.verify_intensity(batch, gamma, 'bf16'):.0f}"
     assert m["Crossover batch B*"] == f"{rl.crossover_batch(h100, gamma, 'bf16'):.0f}"
     assert f"= {gamma + 1}B" in " ".join(x.value for x in at.latex)
 

@@ -81,7 +81,7 @@ def intensity_figure(hw: rl.Hardware, mode: str, gammas: Sequence[int], max_batc
 
 def steptime_figure(batch: np.ndarray, st: StepTime, title: str) -> go.Figure:
     """Memory time stacked as weights + KV + activations, compute time as a line, and the step time = max."""
-    fig = _titled(title, xaxis=dict(type="log", title="batch B"), yaxis=dict(title="time per pass (ms)"))
+    fig = _titled(title, xaxis=dict(type="log", title="batch B"), yaxis=dict(type="log", title="time per pass (ms)"))
     parts = [("weights", st.weights_s, OKABE_ITO[0]), ("KV cache", st.kv_s, OKABE_ITO[1]),
              ("activations", st.activations_s, OKABE_ITO[4])]
     for name, secs, colour in parts:
