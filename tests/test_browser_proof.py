@@ -6,17 +6,19 @@ from browser_helpers import assert_no_error, open_page, screenshot
 
 pytestmark = pytest.mark.browser
 
+ALL_CHARTS_DRAWN = ("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                    ".filter(e => e.querySelector('.cartesianlayer .trace, .heatmaplayer')).length >= 8")
+
 
 def test_proof_page_default_and_from_logits(page, streamlit_url):
+    page.set_viewport_size({"width": 1400, "height": 5200})   # tall: every chart is in view and drawn
     open_page(page, streamlit_url, "proof")
     assert_no_error(page)
     assert page.locator("h1").first.inner_text().startswith("Proof")
     metrics = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
     assert "10,000" in metrics and "[1, 0]" in metrics and "1" in metrics, metrics
-    page.locator(".js-plotly-plot").first.wait_for()
+    page.wait_for_function(ALL_CHARTS_DRAWN, timeout=30_000)
     assert page.locator(".js-plotly-plot").count() == 8
-    page.set_viewport_size({"width": 1400, "height": 5200})   # the whole page in one picture
-    page.wait_for_timeout(500)
     screenshot(page, "proof")
 
     open_page(page, streamlit_url, "proof", "preset=logits&tT=0.6&tp=0.9&dk=5&mistake=raw_logits&n=20000")
@@ -24,6 +26,7 @@ def test_proof_page_default_and_from_logits(page, streamlit_url):
     # the caption under the mistake's histogram reports its p-value (the table is drawn on a canvas)
     assert page.get_by_text("p-value 0", exact=True).count() >= 1
     page.get_by_text("silently dropped", exact=False).first.wait_for(timeout=20_000)   # the raw-logits note
+    page.wait_for_function(ALL_CHARTS_DRAWN, timeout=30_000)
     screenshot(page, "proof-logits")
 
     open_page(page, streamlit_url, "proof", "preset=custom&p=0.5,0.6&q=0.5,0.5")
