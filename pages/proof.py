@@ -9,7 +9,7 @@ import streamlit as st
 
 from specdec_core import proof_cases as pc
 from specdec_core.mistakes import NAIVE_NORMALISATION, RuleCheck, all_rules, check_rule
-from specdec_core.multiposition import joint_emitted_two_positions, markov_example, position_alphas, target_joint
+from specdec_core.multiposition import two_position_check
 from specdec_core.rejection import MAX_DRAWS, check_pair, decomposition, emitted_distribution
 from ui import proof_figures as figs
 from ui.controls import bound_radio, bound_select, slider_input
@@ -20,13 +20,13 @@ SOURCE_HELP = "; ".join(f"{k}: {v}" for k, v in SOURCES.items())
 WHAT_IT_SHOWS = {
     "correct": "The draws match p: the chi-square test finds nothing.",
     "resample_p": "Rejected mass is refilled in proportion to p, so tokens where q > p get their share "
-                       "twice: the law is min(p, q) + (1 - alpha) p, about (2 - alpha) p there.",
+                  "twice: the law is min(p, q) + (1 - alpha) p, about (2 - alpha) p there.",
     "raw_logits": "The ratio and the residual use softmax of the raw target logits, so the output follows "
                   "that law instead: the requested temperature and truncation are silently dropped.",
     "wrong_q": "The draft really sampled from q, but the verifier divides by (and subtracts) a different q, "
                "so the accept probabilities and the residual no longer cancel.",
     "naive_norm": "(p - q)+ / sum (p - q)+ with no guard. With a non-empty residual it is the correct "
-                           "rule; when p == q it computes 0/0 = NaN.",
+                  "rule; when p == q it computes 0/0 = NaN.",
 }
 
 
@@ -47,11 +47,9 @@ def exhaustive(n_pairs: int = 10_000) -> dict[str, float]:
 
 
 @st.cache_data
-def two_positions(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
-    """Target joint, enumerated emitted joint, draft joint (V = 3), alpha_1 and alpha_2 per prefix."""
-    p1, P2, q1, Q2 = markov_example(3, seed, conc=0.5)
-    a1, a2 = position_alphas(p1, P2, q1, Q2)
-    return target_joint(p1, P2), joint_emitted_two_positions(p1, P2, q1, Q2), target_joint(q1, Q2), a1, a2
+def two_positions(seed: int) -> dict:
+    """Target joint, enumerated emitted joint, draft joint (V = 3), alpha_1, alpha_2 per prefix, max error."""
+    return two_position_check(3, seed, conc=0.5)
 
 
 def sampling_settings(who: str, prefix: str, default_t: float) -> tuple[float, int | None, float]:
@@ -107,13 +105,13 @@ def exact_section(case: pc.ProofCase) -> None:
     cols = st.columns(4)
     cols[0].metric("alpha = sum min(p, q)", f"{a:.4f}")
     cols[1].metric("TV(p, q)", f"{tv:.4f}")
-    cols[2].metric("1 - alpha - TV", f"{1 - a - tv:.1e}")
+    cols[2].metric("alpha - (1 - TV)", f"{d['identity_gap']:.1e}", help="Zero up to floating-point rounding.")
     cols[3].metric("max |emitted - p|", f"{d['max_error']:.1e}")
     left, right = st.columns(2)
     left.plotly_chart(figs.pq_figure(case.p, case.q), key="fig_pq")
     right.plotly_chart(figs.decomposition_figure(d["accepted"], d["resampled"], case.p), key="fig_decomp")
     st.plotly_chart(figs.areas_figure(a, tv), key="fig_areas")
-    if a == 1.0 or tv < 1e-15:
+    if d["residual_empty"]:
         st.info("p == q: every proposal is kept, the residual is empty and is never drawn. The core returns "
                 "r = p there instead of 0/0, so nothing divides by zero.")
     elif a == 0.0:
@@ -180,14 +178,15 @@ def multiposition_section() -> None:
     """Two positions of a Markov target and draft: the enumerated joint law equals the target's."""
     with st.columns(2)[0]:
         seed = slider_input("example seed", "mseed", 0, 999, 0, 1)
-    target, emitted, draft, a1, a2 = two_positions(int(seed))
+    r = two_positions(int(seed))
     cols = st.columns(3)
-    cols[0].plotly_chart(figs.joint_figure(target, "target p(t1, t2)"), key="fig_joint_p")
-    cols[1].plotly_chart(figs.joint_figure(emitted, "emitted, enumerated"), key="fig_joint_e")
-    cols[2].plotly_chart(figs.joint_figure(draft, "draft q(t1, t2), for contrast"), key="fig_joint_q")
-    st.metric("max |emitted joint - target joint|", f"{np.abs(emitted - target).max():.1e}")
-    st.caption(f"Acceptance differs by position and by prefix: alpha_1 = {a1:.3f}, and alpha_2 given the first "
-               f"token 0, 1, 2 = {', '.join(f'{a:.3f}' for a in a2)}. A single average rate hides this.")
+    cols[0].plotly_chart(figs.joint_figure(r["target"], "target p(t1, t2)"), key="fig_joint_p")
+    cols[1].plotly_chart(figs.joint_figure(r["emitted"], "emitted, enumerated"), key="fig_joint_e")
+    cols[2].plotly_chart(figs.joint_figure(r["draft"], "draft q(t1, t2), for contrast"), key="fig_joint_q")
+    st.metric("max |emitted joint - target joint|", f"{r['max_error']:.1e}")
+    st.caption(f"Acceptance differs by position and by prefix: alpha_1 = {r['alpha_1']:.3f}, and alpha_2 given "
+               f"the first token 0, 1, 2 = {', '.join(f'{a:.3f}' for a in r['alpha_2'])}. A single average rate "
+               "hides this.")
 
 
 def explanation() -> None:

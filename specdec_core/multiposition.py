@@ -82,3 +82,12 @@ def position_alphas(p1: NDArray, P2: NDArray, q1: NDArray, Q2: NDArray) -> tuple
     check_pair(p1, q1)
     check_pair(P2, Q2)
     return float(np.minimum(p1, q1).sum()), np.minimum(P2, Q2).sum(axis=-1)
+
+
+def two_position_check(v: int = 3, seed: int = 0, conc: float = 0.5) -> dict[str, NDArray | float]:
+    """Everything the page shows for one Markov example: the three joint laws, alpha_1, alpha_2(x1), max error."""
+    p1, P2, q1, Q2 = markov_example(v, seed, conc)
+    target, emitted = target_joint(p1, P2), joint_emitted_two_positions(p1, P2, q1, Q2)
+    alpha_1, alpha_2 = position_alphas(p1, P2, q1, Q2)
+    return {"target": target, "emitted": emitted, "draft": target_joint(q1, Q2), "alpha_1": alpha_1,
+            "alpha_2": alpha_2, "max_error": float(np.abs(emitted - target).max())}

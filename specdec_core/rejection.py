@@ -146,15 +146,19 @@ def empirical_law(tokens: NDArray[np.int64], vocab: int) -> NDArray[np.float64]:
 
 
 def decomposition(p: ArrayLike, q: ArrayLike) -> dict[str, NDArray[np.float64] | float]:
-    """The two pieces of the emitted law: accepted min(p, q) and resampled (1 - alpha) r, their sum, alpha, TV."""
+    """The two pieces of the emitted law: accepted min(p, q) and resampled (1 - alpha) r, their sum, alpha, TV,
+    the identity gap alpha - (1 - TV) (rounding only), and whether the residual is empty (p == q)."""
     law, alpha = emitted_distribution(p, q)
     pa, qa = check_pair(p, q)
     reject = 1.0 - np.asarray(alpha)[..., None]          # (..., 1)
+    tv = total_variation(pa, qa)
     return {
         "accepted": np.minimum(pa, qa),                  # (..., V)
         "resampled": reject * _residual(pa, qa),         # (..., V) = (1 - alpha) r
         "emitted": law,
         "alpha": alpha,
-        "tv": total_variation(pa, qa),
+        "tv": tv,
+        "identity_gap": alpha - (1.0 - tv),
+        "residual_empty": bool(np.all(np.maximum(pa - qa, 0.0).sum(axis=-1) == 0.0)),
         "max_error": float(np.abs(law - pa).max()),
     }

@@ -13,7 +13,13 @@ from specdec_core.mistakes import (
     resample_from_p_rule,
     wrong_q_rule,
 )
-from specdec_core.multiposition import joint_emitted_two_positions, markov_example, position_alphas, target_joint
+from specdec_core.multiposition import (
+    joint_emitted_two_positions,
+    markov_example,
+    position_alphas,
+    target_joint,
+    two_position_check,
+)
 from specdec_core.proof_cases import (
     PRESETS,
     case_from_logits,
@@ -245,6 +251,12 @@ def test_two_position_joint_law_equals_target_joint(v, seed, conc):
     a1, a2 = position_alphas(p1, P2, q1, Q2)
     assert a1 == pytest.approx(acceptance_rate(p1, q1)) and a2.shape == (v,)
     assert a2[0] == pytest.approx(acceptance_rate(P2[0], Q2[0]))
+
+
+def test_two_position_check_bundles_the_page_numbers():
+    r = two_position_check(3, 0, 0.5)
+    assert r["max_error"] < 1e-15 and r["alpha_2"].shape == (3,)
+    np.testing.assert_allclose(r["emitted"].sum(), 1.0)
 
 
 def test_two_position_enumeration_is_sensitive_to_a_wrong_rule():
