@@ -182,10 +182,11 @@ def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search
     freq, mc = monte_carlo(tuple(float(a) for a in aj), MC_STEPS)
     marks = {"mean": mc["mean"], "P50": mc["p50"], "P99": mc["p99"]}
     st.plotly_chart(pmf_figure(pmf, freq, MC_STEPS, marks), key="fig_pmf")
+    spread = (f"The mean hides a spread: {pmf[0]:.1%} of steps emit a single token and {pmf[-1]:.1%} emit all "
+              f"{gamma + 1}." if gamma else "With gamma = 0 every step emits exactly one token.")
     st.markdown(f"Simulated: mean **{mc['mean']:.3f}**, P50 **{mc['p50']:g}**, P99 **{mc['p99']:g}** tokens per step "
                 f"(exact: mean {n(alg.expected_tokens_positional(aj))}, P50 {alg.pmf_quantile(pmf, 0.5)}, "
-                f"P99 {alg.pmf_quantile(pmf, 0.99)}). The mean hides a spread: some steps emit one token, others "
-                f"{gamma + 1}.")
+                f"P99 {alg.pmf_quantile(pmf, 0.99)}). {spread}")
 
 
 @st.cache_data
@@ -206,7 +207,7 @@ def paper_tables() -> tuple[list[dict], list[dict], dict[str, float]]:
     return lev, chen, gaps
 
 
-def paper_section(choice: str) -> None:
+def paper_section(choice: str, current: dict[str, float]) -> None:
     """Formula prediction beside the reported speedup for every paper row, and the derived c or alpha."""
     st.subheader("Published operating points")
     lev, chen, gaps = paper_tables()
@@ -219,22 +220,27 @@ def paper_section(choice: str) -> None:
         "T5-small's c the formula overpredicts them badly, and the c that reproduces their speedups "
         "(computed above, illustrative) grows with draft size. Where no c >= 0 reproduces a report, the paper "
         "beat even a free draft under v = 1. One honest reason: E[N] is convex in alpha, so a workload whose "
-        "acceptance varies around the reported average emits more tokens than the formula at that average.")
+        "acceptance varies from request to request around the reported average emits more tokens than the "
+        "formula at that average.")
     st.dataframe(chen, hide_index=True)
     st.caption(f"Source: {ps.CHEN}. The paper reports no alpha; the column is the alpha at which the formula "
                "reproduces the reported speedup, not a measurement.")
     with st.expander("Acceptance rates reported without a speedup (Leviathan et al.)"):
         st.dataframe([{"target": t, "draft": d, "temp": tmp, "alpha": a} for t, d, tmp, a in ps.ALPHA_ONLY],
                      hide_index=True)
+        st.caption(f"Source: {ps.LEVIATHAN_ALPHA}.")
     if choice in PRESETS:
         r, vals = PRESETS[choice], preset_values(PRESETS[choice])
         cmp = alg.reported_vs_predicted(vals["alpha"], r.gamma, vals["c"], r.reported_speedup)
         derived = [k for k, x in (("alpha", r.alpha), ("c", r.c)) if x is None]
-        st.success(f"Loaded **{choice}**: alpha = {vals['alpha']:g}, gamma = {r.gamma}, c = {vals['c']:g}, v = 1. "
+        st.success(f"Preset **{choice}**: alpha = {vals['alpha']:g}, gamma = {r.gamma}, c = {vals['c']:g}, v = 1. "
                    f"Formula: {cmp['predicted']:.2f}x against the reported {r.reported_speedup:.2f}x (ratio "
                    f"{cmp['ratio']:.2f})."
                    + (f" {' and '.join(derived)} back-solved from the reported speedup, so the match is by "
-                      "construction." if derived else ""))
+                      "construction." if derived else "") + f" Source: {r.source}.")
+        if any(current[k] != x for k, x in vals.items() if x is not None):
+            st.button(f"Load {choice} into the controls", key="reload", on_click=_load_preset,
+                      help="The controls above now hold other values.")
 
 
 def seed_section() -> None:
@@ -244,8 +250,9 @@ def seed_section() -> None:
               "cost": n(float(alg.step_cost(k.gamma, k.c, k.v)), 2), "speedup": f"{float(alg.speedup(k.alpha, k.gamma, k.c, k.v)):.2f}x",
               "note": k.note} for k in ps.SEED_CASES]
     st.dataframe(cases, hide_index=True)
-    st.markdown("The same acceptance flips from a speedup to a slowdown when verification gets dearer: "
-                "[open the slowdown case](/algebra?alpha=0.8&gamma=4&c=0.05&v=3.5).")
+    st.markdown("The same acceptance flips from a speedup to a slowdown when verification gets dearer:")
+    st.page_link("pages/algebra.py", label="Open the slowdown case (alpha 0.8, gamma 4, c 0.05, v 3.5)",
+                 query_params={"alpha": "0.8", "gamma": "4", "c": "0.05", "v": "3.5"}, icon=":material/trending_down:")
     table = [{"alpha": r["alpha"], "c": r["c"], "best gamma": r["gamma"], "E[N]": n(r["tokens"]),
               "cost": n(r["cost"]), "speedup": f"{r['speedup']:.2f}x"} for r in alg.seed_table(ps.SEED_TABLE_ROWS)]
     st.dataframe(table, hide_index=True)
@@ -261,7 +268,7 @@ def render() -> None:
     aj, search = position_alphas(alpha, gamma, mode)
     readouts(alpha, gamma, c, v, aj, search)
     figures(alpha, gamma, c, v, aj, search)
-    paper_section(st.session_state.get("preset", NO_PRESET))
+    paper_section(st.session_state.get("preset", NO_PRESET), {"alpha": alpha, "gamma": gamma, "c": c, "v": v})
     seed_section()
     st.subheader("Greedy decoding")
     st.markdown("At temperature 0 the test is simply whether the draft's token equals the target's argmax. "

@@ -258,3 +258,24 @@ def test_figures_plot_the_core_numbers(app_test):
     np.testing.assert_allclose(_array(exact["y"]), alg.accepted_length_pmf(0.8, 4))
     freq = np.bincount(simulate_tokens_per_step(np.full(4, 0.8), 200_000, seed=0) - 1, minlength=5) / 200_000
     np.testing.assert_allclose(_array(simulated["y"]), freq)
+
+
+def test_preset_from_url_offers_to_load_it(app_test):
+    name = "Leviathan: EnDe, T5-small, temp 0"
+    at = app_test(PAGE, preset=name)                       # the URL names a preset; the controls keep defaults
+    assert_readouts(at, 0.7, 3, 0.1, 1.0)
+    assert any("Source: Leviathan" in s.value for s in at.success)
+    at.button(key="reload").click().run()
+    assert_clean(at)
+    assert_readouts(at, 0.75, 7, 0.015, 1.0)
+    assert metrics(at)["Speedup"] == "3.26x"
+    assert len(at.button) == 0 or all(b.key != "reload" for b in at.button)   # nothing left to reload
+
+
+def test_spread_sentence_uses_the_exact_pmf(app_test):
+    at = app_test(PAGE)
+    pmf = alg.accepted_length_pmf(0.7, 3)
+    assert any(f"{pmf[0]:.1%} of steps emit a single token and {pmf[-1]:.1%} emit all 4" in m.value
+               for m in at.markdown)
+    at0 = app_test(PAGE, gamma="0")
+    assert any("every step emits exactly one token" in m.value for m in at0.markdown)
