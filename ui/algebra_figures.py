@@ -73,7 +73,7 @@ def alpha_figure(
     data.append(go.Scatter(x=[current[0]], y=[current[1]], name="you are here", mode="markers",
                            marker=dict(symbol="x", size=14, color=ROLE_COLOUR["predicted"])))
     layout = go.Layout(
-        title="Speedup against acceptance, for several draft lengths", height=400, shapes=[_hline(1.0)],
+        title="Speedup against a constant acceptance alpha, for several draft lengths", height=400, shapes=[_hline(1.0)],
         xaxis=dict(title="acceptance alpha"), yaxis=dict(title="speedup (x)", rangemode="tozero"),
         legend=dict(y=-0.3, yanchor="top", x=0, xanchor="left"), margin=dict(t=50, b=40),
     )
@@ -113,7 +113,7 @@ def heatmap_figure(
                                marker=dict(symbol="x", size=13, color="#D55E00", line=dict(width=1, color="white")),
                                hovertemplate="you are here<extra></extra>"))
     layout = go.Layout(
-        title=f"Best integer gamma (0..32) over acceptance and draft cost, v = {v:g}: speedup (left), gamma (right)",
+        title=f"Best integer gamma (0..32) over constant alpha and draft cost, v = {v:g}: speedup (left), gamma (right)",
         height=440, hovermode="closest", showlegend=False,
         xaxis=dict(domain=[0, 0.38], title="draft cost c"), yaxis=dict(title="acceptance alpha"),
         xaxis2=dict(domain=[0.55, 0.93], title="draft cost c"), yaxis2=dict(anchor="x2", matches="y"),
