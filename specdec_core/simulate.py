@@ -69,6 +69,14 @@ def simulate_tokens_per_step(
     return out
 
 
+def empirical_pmf(tokens: NDArray[np.int64], gamma: int) -> NDArray[np.float64]:
+    """Observed frequency of N = k for k = 1..gamma+1 (tokens outside that range are an error)."""
+    t = np.asarray(tokens)
+    if t.size == 0 or t.min() < 1 or t.max() > gamma + 1:
+        raise ValueError(f"tokens must be non-empty integers in [1, {gamma + 1}]")
+    return np.bincount(t - 1, minlength=gamma + 1) / t.size
+
+
 def summarise(tokens: NDArray[np.int64]) -> dict[str, float]:
     """Mean, median (P50) and P99 of tokens per step."""
     if tokens.size == 0:
