@@ -126,6 +126,10 @@ def steptime_section(hw: rl.Hardware, hw_key: tuple, mode: str, gamma: int, batc
     cols[2].metric("c(B)", f"{float(cur.c[()]):.3f}")
     cols[3].metric("v(B)", f"{float(cur.v[()]):.2f}")
     cols[4].metric("Speedup", f"{float(cur.speedup[()]):.2f}x", help="roofline model, not a measurement")
+    c_b, v_b = float(cur.c[()]), float(cur.v[()])
+    if c_b <= 1.0 and 0.5 <= v_b <= 5.0:                      # the algebra page's ranges
+        st.markdown(f"These costs in the algebra: [open alpha = {alpha:g}, gamma = {gamma}, c = {c_b:.4f}, "
+                    f"v = {v_b:.3f}](/algebra?alpha={alpha:g}&gamma={gamma}&c={c_b:.6f}&v={v_b:.6f})")
     contexts = tuple(sorted(set(CONTEXTS) | {int(ctx)}))
     curves, cross, limits = speedup_data(hw_key, mode, target, draft, gamma, alpha, contexts)
     wo = rl.crossover_batch(hw, gamma, mode)

@@ -33,6 +33,8 @@ def test_default_view_matches_the_seed(app_test):
     assert m["c(B)"] == f"{float(cur.c):.3f}"
     assert m["v(B)"] == f"{float(cur.v):.2f}"
     assert m["Speedup"] == f"{float(cur.speedup):.2f}x"
+    link = f"/algebra?alpha=0.8&gamma=3&c={float(cur.c):.6f}&v={float(cur.v):.6f}"
+    assert any(link in x.value for x in at.markdown), link
     assert m["Decode step (ms)"] == f"{float(cur.decode_s) * 1e3:.4g}"
     assert m["Verify pass (ms)"] == f"{float(cur.verify_s) * 1e3:.4g}"
 
