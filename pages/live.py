@@ -51,10 +51,10 @@ if sp is not None:
         st.error(f"Cannot run this prompt: {exc}")
 
 step_mode = bound_toggle("step mode: one round per click, with every drafted token's q, p and uniform draw", "step")
-b1, b2, b3, b4 = st.columns([1, 1, 1, 3])
+b1, b2, b3, b4 = st.columns([1.1, 1.3, 0.7, 2.4])
 run_clicked = b1.button("Run the race", type="primary", key="run_btn", disabled=ids is None,
                         help="Speculative run, then the autoregressive baseline, same pair, settings and length.")
-sweep_clicked = b2.button("Sweep gamma 1..8", key="sweep_btn", disabled=ids is None)
+sweep_clicked = b2.button("Sweep gamma 1-8", key="sweep_btn", disabled=ids is None)
 b3.button("Stop", key="stop_btn", help="Stops a run between two rounds; changing any setting stops it too.")
 if sp is not None:
     b4.caption(f"Runs in line for this model now: {sp.queue.length()} (the model runs one at a time, first come "

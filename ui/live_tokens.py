@@ -47,14 +47,18 @@ def top_text(top: Sequence[Sequence[float]], piece: Callable[[int], str]) -> str
     return ", ".join(f"{piece(int(t))!r} {float(pr):.3f}" for t, pr in top)
 
 
-def span(text: str, kind: str | None, tip: str = "") -> str:
-    """One token as HTML; kind None is prompt text, 'target' a plain autoregressive token."""
+def span(text: str, kind: str | None, tip: str = "", marker: bool = False) -> str:
+    """One token as HTML; kind None is prompt text, 'target' a plain autoregressive token.
+
+    The decoration is the token's non-colour cue; ``marker`` adds the kind's glyph too (the legend uses it;
+    in running text one glyph per character would bury the text).
+    """
     body = html.escape(visible(text))
     title = f' title="{html.escape(tip, quote=True)}"' if tip else ""
     if kind in KIND_STYLE:
-        glyph = MARKER_GLYPH.get(KIND_STYLE[kind]["marker"], "")
-        return (f'<span class="tok tok-{kind}" style="{kind_css(kind)}"{title}>{body}'
-                f'<sup style="font-size:0.55em">{glyph}</sup></span>')
+        glyph = MARKER_GLYPH.get(KIND_STYLE[kind]["marker"], "") if marker else ""
+        sup = f'<sup style="font-size:0.6em">{glyph}</sup>' if glyph else ""
+        return f'<span class="tok tok-{kind}" style="{kind_css(kind)}"{title}>{body}</span>{sup}'
     style = TARGET_STYLE if kind == "target" else PLAIN_STYLE
     return f'<span class="tok tok-{kind or "prompt"}" style="{style}"{title}>{body}</span>'
 
@@ -95,7 +99,8 @@ def stream_html(prompt: str, events: Sequence[RoundEvent], piece: Callable[[int]
 
 def legend_html() -> str:
     """A legend: each kind in its colour and cue, with its marker and label."""
-    items = [f'{span("token", k)} {html.escape(KIND_STYLE[k]["label"])} ({KIND_STYLE[k]["cue"]})' for k in KIND_STYLE]
+    items = [f'{span("token", k, marker=True)} {html.escape(KIND_STYLE[k]["label"])} ({KIND_STYLE[k]["cue"]})'
+             for k in KIND_STYLE]
     return '<div class="live-legend" style="font-size:0.92rem">' + " &nbsp;&nbsp; ".join(items) + "</div>"
 
 

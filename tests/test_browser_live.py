@@ -1,0 +1,43 @@
+"""Real browser: the live page runs a short generation, shows coloured tokens and the measured panel."""
+
+from __future__ import annotations
+
+import pytest
+
+from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
+from live_support import ensure_builtin_assets
+
+ASSETS_KIND = ensure_builtin_assets()  # at import, before the session's server starts and inherits the env
+pytestmark = pytest.mark.browser
+
+from ui.theme import KIND_STYLE  # noqa: E402
+
+
+def rgb(hex_colour: str) -> str:
+    """'#009E73' -> 'rgb(0, 158, 115)' as computed styles report it."""
+    h = hex_colour.lstrip("#")
+    return "rgb({}, {}, {})".format(*(int(h[i:i + 2], 16) for i in (0, 2, 4)))
+
+
+def test_live_run_shows_coloured_tokens_and_measured_panel(page, streamlit_url):
+    open_page(page, streamlit_url, "live", "maxnew=60&gamma=3&seed=1")
+    assert_no_error(page)
+    page.locator(".st-key-run_btn button").first.click()
+    page.wait_for_timeout(500)
+    wait_for_app(page, timeout_ms=120_000)
+    page.get_by_text("Predicted", exact=False).first.wait_for(timeout=60_000)
+    assert_no_error(page)
+    tokens = page.locator(".live-tokens .tok-accepted")
+    assert tokens.count() > 0, "no accepted draft tokens on screen"
+    style = tokens.first.evaluate("e => [getComputedStyle(e).color, getComputedStyle(e).textDecorationLine]")
+    assert style[0] == rgb(KIND_STYLE["accepted"]["colour"]) and "underline" in style[1]
+    ends = page.locator(".live-tokens .tok-correction, .live-tokens .tok-bonus")
+    assert ends.count() > 0, "no target correction or bonus tokens on screen"
+    metrics = page.locator('[data-testid="stMetric"]')
+    assert metrics.count() >= 8
+    labels = " ".join(metrics.all_inner_texts())
+    for label in ("alpha (constant fit)", "c measured", "v measured", "predicted speedup", "measured speedup"):
+        assert label in labels
+    assert page.locator(".js-plotly-plot").count() >= 2, "the alpha_j and accepted-length charts are missing"
+    assert page.locator(".live-legend").count() == 1
+    screenshot(page, "live-run")
