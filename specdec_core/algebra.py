@@ -244,8 +244,7 @@ def pmf_quantile(pmf: ArrayLike, q: float) -> int:
 
 def _check_speedup_value(s: float, name: str = "speedup") -> float:
     """A reported speedup: finite and > 0."""
-    x = float(check_v(s, name))
-    return x
+    return float(check_v(s, name))
 
 
 def implied_c(alpha: float, gamma: int, s: float, v: float = 1.0) -> float | None:
