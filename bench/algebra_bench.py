@@ -92,6 +92,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--json", type=Path, default=None, help="write the results as JSON to this path")
     args = ap.parse_args()
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None     # other jobs share the 2 cores
 
     rows = [
         row("heatmap", timings(heatmap, args.repeats), 0.2,
@@ -102,6 +103,8 @@ def main() -> None:
         row("page_rerun", timings(page_rerun_factory(), args.repeats, warmup=3), 0.3,
             "AppTest: alpha slider moved, algebra page rerun"),
     ]
+    if load_before:
+        print(f"1-minute load average before the runs: {load_before[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'benchmark':<13} {'median s':>9} {'min s':>8} {'max s':>8} {'target':>7}  ok   what")
     for r in rows:
         print(f"{r['name']:<13} {r['median_s']:>9.4f} {r['min_s']:>8.4f} {r['max_s']:>8.4f} "
@@ -109,7 +112,8 @@ def main() -> None:
     if args.json:
         meta = {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count(),
                 "machine": platform.machine(), "repeats": args.repeats,
-                "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None}
+                "load_avg_before": load_before,
+                "load_avg_after": os.getloadavg() if hasattr(os, "getloadavg") else None}
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
         print(f"wrote {args.json}")
