@@ -67,10 +67,11 @@ def _info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
 
 def load_lookup_pair(
     device: torch.device, dtype: torch.dtype | str | None = None, max_len: int = 2048,
-    max_ngram: int = 3, min_ngram: int = 1,
+    max_ngram: int | str = 3, min_ngram: int | str = 1,
 ) -> Pair:
-    """SmolLM2 target + prompt-lookup draft (deterministic, q one-hot)."""
+    """SmolLM2 target + prompt-lookup draft (deterministic, q one-hot). Options may come as CLI strings."""
     dt = _dtype(device, dtype)
+    max_len, max_ngram, min_ngram = int(max_len), int(max_ngram), int(min_ngram)
     smol = load_smollm2(device=device, dtype=dt, max_len=max_len)
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
     drafter = LookupDrafter(smol.model.vocab_size, max_ngram=max_ngram, min_ngram=min_ngram)
@@ -78,11 +79,12 @@ def load_lookup_pair(
     return Pair("smollm2-lookup", smol.model, drafter, tok, device, info)
 
 
-def load_draft_pair(device: torch.device, dtype: torch.dtype | str | None = None, max_len: int = 2048) -> Pair:
+def load_draft_pair(device: torch.device, dtype: torch.dtype | str | None = None, max_len: int | str = 2048) -> Pair:
     """SmolLM2 target + the distilled 2-layer draft committed in assets/smollm2_draft.*."""
     from gpu_demo.train_smol import load_draft
 
     dt = _dtype(device, dtype)
+    max_len = int(max_len)
     smol = load_smollm2(device=device, dtype=dt, max_len=max_len)
     draft = load_draft(smol.model, max_len=max_len)
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
