@@ -82,7 +82,7 @@ register(PairSpec(
 register(PairSpec(
     name="hf",
     description="Any Hugging Face causal-LM pair with one tokenizer (paths or hub ids given on the command line).",
-    loader="gpu_demo.hf_adapter:load_hf_pair",
+    loader="gpu_demo.hf_pair:load_pair",
     license="that of the chosen models",
     load_cost="depends on the models; bf16 on CUDA",
     requires=("transformers",),
