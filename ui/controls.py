@@ -24,7 +24,7 @@ def _url_value_out_of_range(key: str, lo: float, hi: float, integer: bool) -> st
     except ValueError:
         return f"`{key}={raw}` in the URL is not a number; using the default. Allowed: {lo:g} to {hi:g}."
     if integer and not x.is_integer():
-        return f"`{key}={raw}` in the URL must be an integer from {lo:g} to {hi:g}; using the default."
+        return f"`{key}={raw}` in the URL is not an integer (allowed: {lo:g} to {hi:g}); the box shows the value used."
     if not lo <= x <= hi:
         return f"`{key}={raw}` in the URL is outside the allowed range {lo:g} to {hi:g}; using the default."
     return None
