@@ -39,6 +39,11 @@ MODE_LABELS: dict[str, str] = {
 
 COMPUTE_PRECISIONS = ("bf16", "fp8")
 
+# Plausible ranges for one device, wide enough for a laptop CPU and far beyond any accelerator; they keep
+# every derived number (FLOP/s, ridge, step times) finite when a user types 1e308 or 1e-300.
+PEAK_RANGE_TFLOPS = (1e-6, 1e6)
+BANDWIDTH_RANGE_TBS = (1e-6, 1e4)
+
 
 @dataclass(frozen=True)
 class Hardware:
@@ -57,10 +62,12 @@ class Hardware:
         for prec, peak in self.peak_tflops.items():
             if prec not in COMPUTE_PRECISIONS:
                 raise ValueError(f"{self.name}: unknown precision {prec!r}; allowed: {', '.join(COMPUTE_PRECISIONS)}")
-            if not _positive_finite(peak):
-                raise ValueError(f"{self.name}: {prec} peak must be a finite number > 0 TFLOP/s; got {peak!r}")
-        if not _positive_finite(self.bandwidth_tbs):
-            raise ValueError(f"{self.name}: bandwidth must be a finite number > 0 TB/s; got {self.bandwidth_tbs!r}")
+            if not _in_range(peak, PEAK_RANGE_TFLOPS):
+                raise ValueError(f"{self.name}: {prec} peak must be a finite number > 0 TFLOP/s, from "
+                                 f"{PEAK_RANGE_TFLOPS[0]:g} to {PEAK_RANGE_TFLOPS[1]:g}; got {peak!r}")
+        if not _in_range(self.bandwidth_tbs, BANDWIDTH_RANGE_TBS):
+            raise ValueError(f"{self.name}: bandwidth must be a finite number > 0 TB/s, from "
+                             f"{BANDWIDTH_RANGE_TBS[0]:g} to {BANDWIDTH_RANGE_TBS[1]:g}; got {self.bandwidth_tbs!r}")
         if self.memory_gb is not None and not _positive_finite(self.memory_gb):
             raise ValueError(f"{self.name}: memory must be > 0 GB; got {self.memory_gb!r}")
 
@@ -91,6 +98,11 @@ def _positive_finite(x: object) -> bool:
     except (TypeError, ValueError):
         return False
     return math.isfinite(xf) and xf > 0.0
+
+
+def _in_range(x: object, bounds: tuple[float, float]) -> bool:
+    """x is a finite real number with lo <= x <= hi."""
+    return _positive_finite(x) and bounds[0] <= float(x) <= bounds[1]  # type: ignore[arg-type]
 
 
 def check_mode(mode: str) -> str:

@@ -97,6 +97,15 @@ def test_custom_hardware_rejects_non_positive(bf16, bw):
         rl.custom_hardware(bf16, bw)
 
 
+@pytest.mark.parametrize("bf16, bw", [(1e308, 3.35), (989, 1e308), (1e-300, 3.35), (989, 1e-300)])
+def test_custom_hardware_rejects_absurd_magnitudes(bf16, bw):
+    # 1e308 TFLOP/s is finite but overflows to inf in FLOP/s, and the ridge became inf/inf = nan on the page.
+    with pytest.raises(ValueError, match="from 1e-06 to"):
+        rl.custom_hardware(bf16, bw)
+    lo, hi = rl.PEAK_RANGE_TFLOPS[0], rl.BANDWIDTH_RANGE_TBS[1]
+    assert math.isfinite(rl.ridge(rl.custom_hardware(lo, hi), "bf16"))   # the range ends are accepted
+
+
 def test_custom_hardware_fp8_optional():
     hw = rl.custom_hardware(989, 3.35)
     assert not hw.supports("fp8")

@@ -97,6 +97,10 @@ def test_custom_hardware_and_bad_values(app_test):
     assert any("bandwidth must be a finite number > 0 TB/s" in e.value for e in at.error)
     at = app_test(PAGE, hw="Custom", bf16="-3")
     assert any("bf16 peak must be a finite number > 0" in e.value for e in at.error)
+    at = app_test(PAGE, hw="Custom", bf16="1e308", bw="1e308")   # finite input, inf FLOP/s: once showed "nan"
+    assert not at.exception
+    assert any("from 1e-06 to 1e+06" in e.value for e in at.error)
+    assert not any("nan" in m.value for m in at.metric)
 
 
 def test_out_of_range_url_values_warn(app_test):
