@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup, step_cost
-from specdec_core.rejection import acceptance_rate
+from specdec_core.rejection import accepted_mass, acceptance_rate, total_variation
 from specdec_core.roofline import HARDWARE, MODE_LABELS, crossover_batch, flops_per_weight_byte, ridge
 
 REL_TOL = 0.01          # 1 % of the exact value ...
@@ -90,7 +90,7 @@ def _gen_speedup(rng: np.random.Generator) -> dict:
 def _gen_best_gamma(rng: np.random.Generator) -> dict:
     """alpha and c (v = 1) whose best integer gamma beats the runner-up by at least 0.5 %."""
     while True:
-        a, c = float(rng.choice(_ALPHAS[2:])), float(rng.choice((0.02, 0.05, 0.1, 0.15, 0.2)))
+        a, c = float(rng.choice(_ALPHAS[2:])), float(rng.choice(_CS))
         g, s = best_gamma(a, c, 1.0, max_gamma=32)
         s_all = np.asarray(speedup(a, np.arange(33), c, 1.0))
         runner_up = np.max(np.delete(s_all, g))
@@ -161,7 +161,7 @@ _ANSWERS: dict[str, Callable[[dict], float | int | str]] = {
     "best_gamma": lambda d: best_gamma(d["alpha"], d["c"], d["v"], max_gamma=32)[0],
     "break_even": lambda d: _break_even(d),
     "crossover": lambda d: float(crossover_batch(HARDWARE[d["hardware"]], d["gamma"], d["mode"])),
-    "alpha_pq": lambda d: float(acceptance_rate(np.array(d["p"]), np.array(d["q"]))),
+    "alpha_pq": lambda d: float(acceptance_rate(d["p"], d["q"])),
     "compare": lambda d: "A" if _speedup_of(d["A"]) > _speedup_of(d["B"]) else "B",
 }
 
@@ -253,15 +253,14 @@ def _sol_crossover(d: dict) -> list[str]:
 
 
 def overlap(p: list[float], q: list[float]) -> np.ndarray:
-    """min(p(x), q(x)) per token: the accepted mass; it sums to alpha."""
-    return np.minimum(np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64))
+    """min(p(x), q(x)) per token: the accepted mass; it sums to alpha (rejection.accepted_mass)."""
+    return accepted_mass(p, q)
 
 
 def _sol_alpha_pq(d: dict) -> list[str]:
-    p, q = np.array(d["p"]), np.array(d["q"])
     mins = overlap(d["p"], d["q"])
-    tv = 0.5 * float(np.abs(p - q).sum())
-    alpha = float(acceptance_rate(p, q))
+    tv = float(total_variation(d["p"], d["q"]))
+    alpha = float(acceptance_rate(d["p"], d["q"]))
     return [f"p = {d['p']}, q = {d['q']}",
             f"min(p, q) = [{', '.join(f'{x:g}' for x in mins)}]",
             f"alpha     = {' + '.join(f'{x:g}' for x in mins)} = {alpha:.2f}",

@@ -33,10 +33,15 @@ def check_pair(p: ArrayLike, q: ArrayLike) -> tuple[NDArray[np.float64], NDArray
     return pa, qa
 
 
+def accepted_mass(p: ArrayLike, q: ArrayLike) -> NDArray[np.float64]:
+    """min(p(x), q(x)) per token = q(x) min(1, p(x)/q(x)): the mass kept without resampling; sums to alpha."""
+    pa, qa = check_pair(p, q)
+    return np.minimum(pa, qa)
+
+
 def acceptance_rate(p: ArrayLike, q: ArrayLike) -> float | NDArray[np.float64]:
     """alpha = sum_x min(p(x), q(x)) = 1 - TV(p, q); 1 when p == q, 0 for disjoint supports."""
-    pa, qa = check_pair(p, q)
-    return scalar_or_array(np.minimum(pa, qa).sum(axis=-1))
+    return scalar_or_array(accepted_mass(p, q).sum(axis=-1))
 
 
 def total_variation(p: ArrayLike, q: ArrayLike) -> float | NDArray[np.float64]:

@@ -3,7 +3,7 @@ mode hides the sidebar and enlarges the type."""
 
 import pytest
 
-from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
+from browser_helpers import assert_no_error, open_page, screenshot, type_number, wait_for_app
 from specdec_core import drills as dr
 
 pytestmark = pytest.mark.browser
@@ -11,11 +11,7 @@ pytestmark = pytest.mark.browser
 
 def _answer(page, kind: str, text: str) -> None:
     """Type into the drill's answer box, then press its Check button; waits for the rerun."""
-    box = page.locator(f".st-key-ans_{kind} input")
-    box.fill(text)
-    box.press("Enter")
-    page.wait_for_timeout(300)
-    wait_for_app(page)
+    type_number(page, f"ans_{kind}", text)          # a text box, but the same fill + Enter + wait
     page.locator(f".st-key-chk_{kind} button").click()
     page.wait_for_timeout(300)
     wait_for_app(page)
