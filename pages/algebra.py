@@ -100,7 +100,7 @@ def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np
                          key="aj", bind="query-params", placeholder=", ".join(f"{a:.3f}" for a in decayed))
     try:
         typed = [float(x) for x in text.replace(";", ",").split(",") if x.strip()] if text else []
-        table = np.concatenate([alg.fit_alphas(typed, min(gamma, len(typed)), 0.0), decayed[len(typed):]])
+        table = alg.fit_alphas(typed, gamma, decayed)
     except ValueError as exc:
         st.warning(f"Could not use those alpha_j ({exc}). Each must be a number in [0, 1]; using the decay model.")
         table = decayed

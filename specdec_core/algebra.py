@@ -202,12 +202,15 @@ def best_gamma_positional(alphas: ArrayLike, c: float, v: float = 1.0) -> tuple[
     return g, float(s[g])
 
 
-def fit_alphas(alphas: ArrayLike, gamma: int, fill: float) -> NDArray[np.float64]:
-    """alpha_1..alpha_gamma: the given rates truncated to gamma, or padded with fill up to gamma."""
+def fit_alphas(alphas: ArrayLike, gamma: int, fill: ArrayLike) -> NDArray[np.float64]:
+    """alpha_1..alpha_gamma: the given rates truncated to gamma; positions past them take fill (a rate, or
+    gamma rates such as a decay model, of which fill_j is used at each missing position j)."""
     a = check_alphas(alphas)
     g = int(check_gamma(gamma))
-    f = float(check_alpha(fill, "fill"))
-    return np.concatenate([a[:g], np.full(max(0, g - a.size), f)])
+    f = check_alpha(fill, "fill")
+    if f.ndim > 1 or (f.ndim == 1 and f.size != g):
+        raise ValueError(f"fill must be one rate in [0, 1] or {g} rates (one per position); got shape {f.shape}")
+    return np.concatenate([a[:g], np.broadcast_to(f, (g,))[a.size:]]).astype(np.float64)
 
 
 def positional_gap(alphas: ArrayLike, c: float, v: float = 1.0) -> dict[str, float]:

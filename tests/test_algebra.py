@@ -298,6 +298,12 @@ def test_decay_and_fit():
     assert alg.decay_alphas(0.9, 0.5, 0).size == 0
     np.testing.assert_array_equal(alg.fit_alphas([0.9, 0.8, 0.7], 2, 0.1), [0.9, 0.8])
     np.testing.assert_array_equal(alg.fit_alphas([0.9], 3, 0.1), [0.9, 0.1, 0.1])
+    # the page's table mode: typed rates first, the decay model's own rate at each missing position
+    np.testing.assert_array_equal(alg.fit_alphas([0.9], 3, [0.5, 0.25, 0.125]), [0.9, 0.25, 0.125])
+    np.testing.assert_array_equal(alg.fit_alphas([0.9, 0.8, 0.7, 0.6], 2, [0.5, 0.25]), [0.9, 0.8])
+    assert alg.fit_alphas([], 0, np.array([])).size == 0
+    with pytest.raises(ValueError, match="2 rates"):
+        alg.fit_alphas([0.9], 2, [0.5, 0.25, 0.125])
 
 
 def test_positional_gap_decay_example():
