@@ -5,14 +5,17 @@ from __future__ import annotations
 import time
 
 import streamlit as st
+import torch
 
 from specdec_core.measure import Measured
 from ui import live_controls as lc
+from ui import live_batch as lb
 from ui import live_export as lx
 from ui import live_panel as lp
 from ui import live_runner as lr
 from ui import live_tokens as lt
 from ui.controls import bound_toggle
+from ui.live_figures import batch_figure
 
 SWEEP_GAMMAS = list(range(1, 9))
 LIVE_FIGURE_EVERY = 10  # redraw the live charts every this many rounds (metrics every round)
@@ -62,6 +65,7 @@ if sp is not None:
 
 queue_ph, prog_ph = st.empty(), st.empty()
 st.html(lt.legend_html())
+st.caption("Hover a token for its p and q top-5. Rejected drafts show struck through in the latest round, then drop.")
 out_ph, panel_ph = st.empty(), st.empty()
 
 
@@ -122,6 +126,8 @@ if rec is None:
     st.stop()
 
 m: Measured = lp.measure_record(rec)
+if rec.queue_wait_s > 0.05:
+    st.caption(f"This run waited {rec.queue_wait_s:.1f} s in line for the shared model.")
 if rec.status == "stopped":
     st.warning(f"{rec.note} after {len(rec.events)} rounds and {len(rec.base_events)} baseline tokens; the numbers "
                "below use what was measured. Press Run to start again.")
@@ -156,7 +162,6 @@ if step_mode and rec.events:
 
 out_ph.markdown(lt.stream_html(rec.settings.prompt, shown, piece, show_all_rejected=step_mode),
                 unsafe_allow_html=True)
-st.caption("Hover a token for its p and q top-5. Rejected drafts show struck through in the latest round, then drop.")
 with panel_ph.container():
     st.subheader("Measured panel")
     lp.panel(m)
@@ -167,9 +172,9 @@ if rec.status == "done":
     spec_text, base_text = ("".join(map(piece, rec.spec_tokens())), "".join(map(piece, rec.base_tokens())))
     c1, c2 = st.columns(2)
     c1.markdown("**speculative**")
-    c1.code(spec_text, language=None)
+    c1.code(spec_text, language=None, wrap_lines=True)
     c2.markdown("**autoregressive baseline**")
-    c2.code(base_text, language=None)
+    c2.code(base_text, language=None, wrap_lines=True)
     if rec.settings.greedy:
         (st.success if same else st.error)(
             "Greedy: the speculative text equals the autoregressive text token for token." if same else
@@ -192,8 +197,21 @@ st.subheader("Batch view: v against batch size")
 if settings.device != "cuda":
     st.info("Unavailable here: the batch view needs a CUDA GPU, and this run uses the CPU. On a CPU, a batched "
             "verify costs about batch x the work, so there is no memory-bound regime to show.")
-else:
-    st.caption("Measure the verify cost at batch 1..256 on this GPU with the batch view's button.")
+elif sp is not None and st.button(f"Measure v at batch 1..256 (gamma = {settings.gamma})", key="batch_btn"):
+    with sp.queue.turn(on_wait):
+        rows = lb.measure_v(sp.pair.target, settings.gamma, on_progress=lambda f: prog_ph.progress(f, text="batch sweep"))
+    prog_ph.empty()
+    st.session_state["live_batch"] = (settings.gamma, rows, torch.cuda.get_device_name(0))
+batch = st.session_state.get("live_batch")
+if settings.device == "cuda" and batch is not None and sp is not None:
+    g, rows, gpu = batch
+    hw, shape = lb.gpu_preset(gpu), lb.target_shape(sp.pair.target, sp.pair.info.get("target_params"))
+    curve = lb.model_v(shape, hw, g, [r[0] for r in rows]) if hw and shape else None
+    st.plotly_chart(batch_figure([r[0] for r in rows], [r[3] for r in rows], curve,
+                                 hw.name if hw else "no preset for this GPU"), key="fig_batch")
+    st.caption(f"Measured on {gpu} at gamma = {g}. The model is the roofline page's step time for "
+               f"{hw.name if hw else 'no matching preset'}; where the measured v stays near 1 the verify pass is "
+               "memory- or launch-bound, and the crossover is where it starts to climb.")
 
 st.subheader("Export")
 e1, e2 = st.columns(2)

@@ -41,3 +41,36 @@ def test_live_run_shows_coloured_tokens_and_measured_panel(page, streamlit_url):
     assert page.locator(".js-plotly-plot").count() >= 2, "the alpha_j and accepted-length charts are missing"
     assert page.locator(".live-legend").count() == 1
     screenshot(page, "live-run")
+    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    screenshot(page, "live-panel")
+    page.get_by_text("Race against the autoregressive baseline").first.scroll_into_view_if_needed()
+    screenshot(page, "live-race")
+
+
+def test_stop_and_a_changed_setting_end_a_run_cleanly(page, streamlit_url):
+    long_run = 400 if ASSETS_KIND == "real" else 180  # the tiny stand-in's context is 256
+    open_page(page, streamlit_url, "live", f"maxnew={long_run}&gamma=2&seed=2")
+    page.locator(".st-key-run_btn button").first.click()
+    page.locator(".live-tokens").first.wait_for(timeout=60_000)  # streaming has started
+    page.locator(".st-key-stop_btn button").first.click()
+    page.get_by_text("Stopped by you").first.wait_for(timeout=60_000)
+    wait_for_app(page)
+    assert_no_error(page)
+    # A new run, interrupted by changing a setting: it stops cleanly and says why.
+    page.locator(".st-key-run_btn button").first.click()
+    page.locator(".live-tokens").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(300)
+    box = page.locator(".st-key-gamma input").first
+    box.fill("3")
+    box.press("Enter")
+    page.get_by_text("Stopped because a setting changed").first.wait_for(timeout=60_000)
+    wait_for_app(page)
+    assert_no_error(page)
+    screenshot(page, "live-stopped")
+    # The shared model is free again: a short run completes.
+    page.locator(".st-key-maxnew input").first.fill("20")
+    page.locator(".st-key-maxnew input").first.press("Enter")
+    wait_for_app(page)
+    page.locator(".st-key-run_btn button").first.click()
+    page.get_by_text("Predicted", exact=False).first.wait_for(timeout=120_000)
+    assert_no_error(page)

@@ -9,19 +9,21 @@ import plotly.graph_objects as go
 
 from ui.theme import ROLE_COLOUR, new_figure
 
+BELOW = dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0.0)  # legend under the plot
+
 
 def alpha_figure(alphas: Sequence[float], reached: Sequence[int], alpha_const: float) -> go.Figure:
     """Measured alpha_j as bars (hover: rounds that reached j), the constant-alpha fit as a dashed line."""
     a = np.asarray(alphas, dtype=float)
     j = np.arange(1, a.size + 1)
-    fig = new_figure("Acceptance by draft position, measured", height=320)
+    fig = new_figure("Acceptance by draft position", height=340)
     fig.add_bar(x=j, y=np.nan_to_num(a, nan=0.0), name="alpha_j measured", marker_color=ROLE_COLOUR["measured"],
                 customdata=np.asarray(reached), hovertemplate="j=%{x}: alpha=%{y:.3f} (%{customdata} rounds)<extra></extra>")
     if np.isfinite(alpha_const):
         fig.add_scatter(x=j, y=np.full(j.size, alpha_const), mode="lines", name=f"constant fit {alpha_const:.3f}",
                         line=dict(color=ROLE_COLOUR["predicted"], dash="dash"))
     fig.update_layout(xaxis_title="draft position j", yaxis_title="alpha_j", yaxis_range=[0, 1.05],
-                      xaxis=dict(dtick=1), hovermode="closest")
+                      xaxis=dict(dtick=1), hovermode="closest", legend=BELOW, margin=dict(b=110))
     return fig
 
 
@@ -30,14 +32,14 @@ def length_figure(counts: Sequence[int], pmf_const: Sequence[float], pmf_pos: Se
     c = np.asarray(counts, dtype=float)
     k = np.arange(1, c.size + 1)
     freq = c / c.sum() if c.sum() > 0 else c
-    fig = new_figure(f"Tokens per target pass: {int(c.sum())} full rounds", height=320)
+    fig = new_figure(f"Tokens per pass ({int(c.sum())} full rounds)", height=340)
     fig.add_bar(x=k, y=freq, name="measured", marker_color=ROLE_COLOUR["measured"])
     fig.add_scatter(x=k, y=np.asarray(pmf_const), mode="markers+lines", name="pmf, constant alpha",
                     line=dict(color=ROLE_COLOUR["predicted"], dash="dash"))
     fig.add_scatter(x=k, y=np.asarray(pmf_pos), mode="markers", name="pmf, measured alpha_j",
                     marker=dict(color=ROLE_COLOUR["target"], symbol="diamond", size=10))
     fig.update_layout(xaxis_title="tokens emitted in the round (N)", yaxis_title="probability",
-                      xaxis=dict(dtick=1), hovermode="closest")
+                      xaxis=dict(dtick=1), hovermode="closest", legend=BELOW, margin=dict(b=110))
     return fig
 
 

@@ -1,0 +1,35 @@
+"""Batch view helpers on CPU (the page shows the view on CUDA only; the measuring code is device-agnostic)."""
+
+from __future__ import annotations
+
+import torch
+
+from gpu_demo.models import CharConfig, CharTransformer
+from specdec_core.roofline import HARDWARE
+from ui import live_batch as lb
+
+
+def test_measure_v_returns_positive_ratios_and_leaves_an_empty_cache():
+    torch.manual_seed(0)
+    model = CharTransformer(CharConfig(vocab_size=20, n_layer=1, n_head=2, d_model=32, max_seq_len=96)).eval()
+    rows = lb.measure_v(model, 3, batches=(1, 4), context=16, repeats=2)
+    assert [r[0] for r in rows] == [1, 4]
+    for _, t1, tv, v in rows:
+        assert t1 > 0 and tv > 0 and v == tv / t1
+    assert model.cache_len == 0
+
+
+def test_gpu_names_map_to_roofline_presets():
+    assert lb.gpu_preset("NVIDIA H200") is HARDWARE["H200 SXM"]
+    assert lb.gpu_preset("NVIDIA H100 80GB HBM3") is HARDWARE["H100 SXM"]
+    assert lb.gpu_preset("NVIDIA H100 PCIe") is HARDWARE["H100 PCIe"]
+    assert lb.gpu_preset("NVIDIA GeForce RTX 4090") is None
+
+
+def test_model_v_of_the_small_target_stays_memory_bound():
+    """A 3.3M-parameter target never reaches the H200's ridge: the model's v stays near 1 at every batch."""
+    model = CharTransformer(CharConfig(vocab_size=81, n_layer=4, n_head=4, d_model=256, max_seq_len=512))
+    shape = lb.target_shape(model, None)
+    assert shape.params == model.num_params() and shape.layers == 4 and shape.hidden == 256
+    v = lb.model_v(shape, HARDWARE["H200 SXM"], 4, [1, 16, 256])
+    assert 1.0 <= v[0] <= v[1] <= v[2] < 1.5
