@@ -30,6 +30,11 @@ WHAT_IT_SHOWS = {
 }
 
 
+def chi2_text(c: RuleCheck) -> str:
+    """The chi-square statistic for the page; a draw on a token with p = 0 makes it infinite, said in words."""
+    return f"{c.stat:.1f}" if np.isfinite(c.stat) else "infinite"
+
+
 @st.cache_data(max_entries=64)
 def sampled_checks(p: np.ndarray, q: np.ndarray, p_raw: np.ndarray, q_claimed: np.ndarray,
                    n: int, seed: int) -> list[RuleCheck]:
@@ -130,7 +135,7 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
     checks = {c.name: c for c in sampled_checks(case.p, case.q, case.p_raw, case.q_claimed, int(n), int(seed))}
     rows = [{"rule": c.label, "max |law - p|": "undefined (0/0)" if not c.defined else f"{c.max_error:.2e}",
              "TV(law, p)": "undefined" if not c.defined else f"{c.tv_to_p:.4f}",
-             "kept": f"{c.kept:.3f}", "chi-square": f"{c.stat:.1f}", "dof": c.dof,
+             "kept": f"{c.kept:.3f}", "chi-square": chi2_text(c), "dof": c.dof,
              "p-value": f"{c.p_value:.3g}", "verdict at 0.001": "rejects p" if c.p_value < 1e-3 else "consistent with p"}
             for c in checks.values()]
     st.dataframe(rows, hide_index=True, key="checks")
@@ -139,8 +144,8 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
         with col:
             law = c.law if c.defined and c.max_error > 1e-12 else None
             st.plotly_chart(figs.sampled_figure(case.p, c.empirical, law, int(n), c.label), key=f"fig_sample_{side}")
-            impossible = " (a draw landed on a token that p gives probability 0)" if c.stat == float("inf") else ""
-            st.markdown(f"chi-square {c.stat:.1f} on {c.dof} dof{impossible}, **p-value {c.p_value:.3g}**. "
+            impossible = "" if np.isfinite(c.stat) else " (a draw landed on a token that p gives probability 0)"
+            st.markdown(f"chi-square {chi2_text(c)} on {c.dof} dof{impossible}, **p-value {c.p_value:.3g}**. "
                         f"{WHAT_IT_SHOWS[c.name]}")
     c = checks[shown]
     if not c.defined:

@@ -77,6 +77,17 @@ def test_sampling_table_flags_each_biased_mistake(app_test):
     assert verdict[labels["naive_norm"]] == "consistent with p"     # the residual is not empty here
 
 
+def test_a_draw_where_p_is_zero_shows_in_words_not_inf(app_test):
+    # target top-k 2: p is 0 on 8 of 10 tokens, and the raw-logits mistake draws there, so its statistic is inf
+    at = app_test(PAGE, preset="logits", tk="2", tT="1.0", n=FAST, mistake="raw_logits")
+    _ok(at)
+    table = at.dataframe[0].value
+    assert "infinite" in set(table["chi-square"])
+    assert not any("inf" in str(x).replace("infinite", "") for x in table["chi-square"])
+    shown = " ".join(m.value for m in at.markdown)
+    assert "chi-square infinite on" in shown and "chi-square inf " not in shown
+
+
 @pytest.mark.parametrize("mistake", ["correct", "resample_p", "raw_logits", "wrong_q", "naive_norm"])
 def test_each_mistake_view_renders(app_test, mistake):
     at = app_test(PAGE, mistake=mistake, n=FAST)
