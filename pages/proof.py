@@ -35,6 +35,11 @@ def chi2_text(c: RuleCheck) -> str:
     return f"{c.stat:.1f}" if np.isfinite(c.stat) else "infinite"
 
 
+def p_value_text(c: RuleCheck) -> str:
+    """The p-value for the page; one that underflows to 0 is shown as a bound, not as an exact 0."""
+    return f"{c.p_value:.3g}" if c.p_value > 0 else "< 1e-300"
+
+
 @st.cache_data(max_entries=64)
 def sampled_checks(p: np.ndarray, q: np.ndarray, p_raw: np.ndarray, q_claimed: np.ndarray,
                    n: int, seed: int) -> list[RuleCheck]:
@@ -136,7 +141,7 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
     rows = [{"rule": c.label, "max |law - p|": "undefined (0/0)" if not c.defined else f"{c.max_error:.2e}",
              "TV(law, p)": "undefined" if not c.defined else f"{c.tv_to_p:.4f}",
              "kept": f"{c.kept:.3f}", "chi-square": chi2_text(c), "dof": c.dof,
-             "p-value": f"{c.p_value:.3g}", "verdict at 0.001": "rejects p" if c.p_value < 1e-3 else "consistent with p"}
+             "p-value": p_value_text(c), "verdict at 0.001": "rejects p" if c.p_value < 1e-3 else "consistent with p"}
             for c in checks.values()]
     st.dataframe(rows, hide_index=True, key="checks")
     left, right = st.columns(2)
@@ -145,7 +150,7 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
             law = c.law if c.defined and c.max_error > 1e-12 else None
             st.plotly_chart(figs.sampled_figure(case.p, c.empirical, law, int(n), c.label), key=f"fig_sample_{side}")
             impossible = "" if np.isfinite(c.stat) else " (a draw landed on a token that p gives probability 0)"
-            st.markdown(f"chi-square {chi2_text(c)} on {c.dof} dof{impossible}, **p-value {c.p_value:.3g}**. "
+            st.markdown(f"chi-square {chi2_text(c)} on {c.dof} dof{impossible}, **p-value {p_value_text(c)}**. "
                         f"{WHAT_IT_SHOWS[c.name]}")
     c = checks[shown]
     if not c.defined:
