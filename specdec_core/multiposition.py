@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 from numpy.typing import NDArray
 
-from specdec_core.rejection import check_pair
+from specdec_core.rejection import acceptance_rate, check_pair
 
 
 def markov_example(v: int = 3, seed: int = 0, conc: float = 1.0) -> tuple[NDArray, NDArray, NDArray, NDArray]:
@@ -79,9 +79,7 @@ def target_joint(p1: NDArray, P2: NDArray) -> NDArray:
 
 def position_alphas(p1: NDArray, P2: NDArray, q1: NDArray, Q2: NDArray) -> tuple[float, NDArray]:
     """alpha_1 = sum min(p1, q1), and alpha_2(x1) = sum min(P2[x1], Q2[x1]) for each accepted prefix x1."""
-    check_pair(p1, q1)
-    check_pair(P2, Q2)
-    return float(np.minimum(p1, q1).sum()), np.minimum(P2, Q2).sum(axis=-1)
+    return float(acceptance_rate(p1, q1)), np.asarray(acceptance_rate(P2, Q2))   # batched over the rows x1
 
 
 def two_position_check(v: int = 3, seed: int = 0, conc: float = 0.5) -> dict[str, NDArray | float]:
