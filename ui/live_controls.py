@@ -63,7 +63,8 @@ def prompt_box() -> str:
     """Preset picker and the prompt text area (both URL-bound)."""
     bound_select("prompt preset", [*PRESETS, CUSTOM], key="preset", on_change=_load_preset,
                  help="open-ended prose, a copy-heavy passage (the continuation repeats text), code-like text")
-    initial = {} if "prompt" in st.session_state else {"value": PRESETS["open-ended"]}
+    chosen = PRESETS.get(st.session_state.get("preset", ""), PRESETS["open-ended"])  # ?preset= without ?prompt=
+    initial = {} if "prompt" in st.session_state else {"value": chosen}
     return st.text_area("prompt", key="prompt", bind="query-params", height=110, **initial)
 
 
