@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 
 from specdec_core import drills as dr
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup
+from specdec_core.rejection import accepted_mass
 from specdec_core.roofline import HARDWARE, crossover_batch, ridge, verify_intensity
 from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure
 
@@ -76,6 +77,6 @@ def drill_figure(drill: dr.Drill, large: bool = False) -> go.Figure:
         fig = new_figure("p, q and their overlap min(p, q)", yaxis_title="probability", barmode="group")
         fig.add_trace(go.Bar(x=x, y=p, name="p (target)", marker_color=ROLE_COLOUR["target"]))
         fig.add_trace(go.Bar(x=x, y=q, name="q (draft)", marker_color=ROLE_COLOUR["draft"]))
-        fig.add_trace(go.Bar(x=x, y=dr.overlap(d["p"], d["q"]), name="min(p, q): accepted", marker_color=ROLE_COLOUR["accepted"],
+        fig.add_trace(go.Bar(x=x, y=accepted_mass(d["p"], d["q"]), name="min(p, q): accepted", marker_color=ROLE_COLOUR["accepted"],
                              marker_pattern_shape="/"))
     return _size(fig, large)
