@@ -77,6 +77,10 @@ def test_chunking_keeps_the_law():
     tokens = simulate_tokens_per_step(rates, 50_000, seed=3, chunk=777)     # many uneven chunks
     assert tokens.size == 50_000
     assert chi_square_p(tokens, accepted_length_pmf(0.7, 6)) > LEVEL
+    # Negative control at the same size: alpha 0.69 is caught with power > 0.9999, and is.
+    wrong = accepted_length_pmf(0.69, 6)
+    assert power(accepted_length_pmf(0.7, 6), wrong, tokens.size) > 0.9999
+    assert chi_square_p(tokens, wrong) < LEVEL
 
 
 def test_edges_are_exact():
