@@ -121,70 +121,78 @@ rec: lr.RunRecord | None = st.session_state.get("live_rec")
 if rec is not None and rec.status == "stopped" and not rec.note:
     rec.note = ("Stopped by you" if st.session_state.get("stop_btn") else
                 "Stopped because a setting changed (or the page reran) during the run")
+
+
+def show_run(rec: lr.RunRecord) -> Measured:
+    """The finished (or stopped) run: status, step mode, tokens, measured panel and the race."""
+    m: Measured = lp.measure_record(rec)
+    if rec.queue_wait_s > 0.05:
+        st.caption(f"This run waited {rec.queue_wait_s:.1f} s in line for the shared model.")
+    if rec.status == "stopped":
+        st.warning(f"{rec.note} after {len(rec.events)} rounds and {len(rec.base_events)} baseline tokens; the numbers "
+                   "below use what was measured. Press Run to start again.")
+    if rec.settings != settings:
+        st.caption("The settings changed since this run; the results below are from the previous settings.")
+
+    shown = rec.events
+    if step_mode and rec.events:
+        st.subheader("Step through the rounds")
+        n_rounds = len(rec.events)
+        if st.session_state.get("round", 1) > n_rounds:
+            st.session_state["round"] = n_rounds
+
+        def _step(delta: int) -> None:
+            """Callback: move the shown round by delta, within 1..n_rounds."""
+            st.session_state["round"] = min(n_rounds, max(1, st.session_state.get("round", 1) + delta))
+
+        s1, s2, s3 = st.columns([1, 1, 2])
+        s1.button("previous round", key="prev_btn", on_click=_step, args=(-1,))
+        s2.button("next round", key="next_btn", on_click=_step, args=(1,), type="primary")
+        with s3:
+            rnd = st.number_input("round", 1, max(1, n_rounds), step=1, key="round", bind="query-params")
+        shown = rec.events[: int(rnd)]
+        ev = shown[-1]
+        st.markdown(f"**Round {ev.round + 1}** of {n_rounds}: drafted {ev.k}, accepted {ev.n_accepted}, emitted "
+                    f"{len(ev.emitted)} ({', '.join(ev.kinds)}).")
+        st.dataframe(lt.step_table(ev, piece), hide_index=True, key="step_table")
+        positions = list(range(len(ev.p_top)))
+        pos = st.selectbox("inspect a position of this round (p and q top-5)", positions, key="inspect",
+                           format_func=lambda i: f"position {i + 1}" + (" (correction/bonus)" if i == ev.k else ""))
+        st.dataframe(lt.top5_table(ev, int(pos or 0), piece), hide_index=True, key="top5_table")
+
+    out_ph.markdown(lt.stream_html(rec.settings.prompt, shown, piece, show_all_rejected=step_mode),
+                    unsafe_allow_html=True)
+    with panel_ph.container():
+        st.subheader("Measured panel")
+        lp.panel(m)
+
+    st.subheader("Race against the autoregressive baseline")
+    if rec.status == "done":
+        same = rec.spec_tokens() == rec.base_tokens()
+        spec_text, base_text = ("".join(map(piece, rec.spec_tokens())), "".join(map(piece, rec.base_tokens())))
+        c1, c2 = st.columns(2)
+        c1.markdown("**speculative**")
+        c1.code(spec_text, language=None, wrap_lines=True)
+        c2.markdown("**autoregressive baseline**")
+        c2.code(base_text, language=None, wrap_lines=True)
+        if rec.settings.greedy:
+            (st.success if same else st.error)(
+                "Greedy: the speculative text equals the autoregressive text token for token." if same else
+                "Greedy: the texts differ, which the exact greedy rule forbids; please report this run (export below).")
+        else:
+            st.caption("Sampled runs use one random stream per run, so the two texts differ; each is a sample from p.")
+        st.markdown(f"**Predicted** {lp.fmt(m.predicted_speedup, 2, 'x')} against **measured** "
+                    f"{lp.fmt(m.measured_speedup, 2, 'x')}. {lp.gap_sentence(m)}")
+    else:
+        st.caption("The race needs a finished run: the baseline runs right after the speculative run.")
+    return m
+
+
+m: Measured | None = None
 if rec is None:
     out_ph.caption("Press **Run the race** to decode live. Tokens appear round by round.")
-    st.stop()
-
-m: Measured = lp.measure_record(rec)
-if rec.queue_wait_s > 0.05:
-    st.caption(f"This run waited {rec.queue_wait_s:.1f} s in line for the shared model.")
-if rec.status == "stopped":
-    st.warning(f"{rec.note} after {len(rec.events)} rounds and {len(rec.base_events)} baseline tokens; the numbers "
-               "below use what was measured. Press Run to start again.")
-if rec.settings != settings:
-    st.caption("The settings changed since this run; the results below are from the previous settings.")
-
-shown = rec.events
-if step_mode and rec.events:
-    st.subheader("Step through the rounds")
-    n_rounds = len(rec.events)
-    if st.session_state.get("round", 1) > n_rounds:
-        st.session_state["round"] = n_rounds
-
-    def _step(delta: int) -> None:
-        """Callback: move the shown round by delta, within 1..n_rounds."""
-        st.session_state["round"] = min(n_rounds, max(1, st.session_state.get("round", 1) + delta))
-
-    s1, s2, s3 = st.columns([1, 1, 2])
-    s1.button("previous round", key="prev_btn", on_click=_step, args=(-1,))
-    s2.button("next round", key="next_btn", on_click=_step, args=(1,), type="primary")
-    with s3:
-        rnd = st.number_input("round", 1, max(1, n_rounds), step=1, key="round", bind="query-params")
-    shown = rec.events[: int(rnd)]
-    ev = shown[-1]
-    st.markdown(f"**Round {ev.round + 1}** of {n_rounds}: drafted {ev.k}, accepted {ev.n_accepted}, emitted "
-                f"{len(ev.emitted)} ({', '.join(ev.kinds)}).")
-    st.dataframe(lt.step_table(ev, piece), hide_index=True, key="step_table")
-    positions = list(range(len(ev.p_top)))
-    pos = st.selectbox("inspect a position of this round (p and q top-5)", positions, key="inspect",
-                       format_func=lambda i: f"position {i + 1}" + (" (correction/bonus)" if i == ev.k else ""))
-    st.dataframe(lt.top5_table(ev, int(pos or 0), piece), hide_index=True, key="top5_table")
-
-out_ph.markdown(lt.stream_html(rec.settings.prompt, shown, piece, show_all_rejected=step_mode),
-                unsafe_allow_html=True)
-with panel_ph.container():
-    st.subheader("Measured panel")
-    lp.panel(m)
-
-st.subheader("Race against the autoregressive baseline")
-if rec.status == "done":
-    same = rec.spec_tokens() == rec.base_tokens()
-    spec_text, base_text = ("".join(map(piece, rec.spec_tokens())), "".join(map(piece, rec.base_tokens())))
-    c1, c2 = st.columns(2)
-    c1.markdown("**speculative**")
-    c1.code(spec_text, language=None, wrap_lines=True)
-    c2.markdown("**autoregressive baseline**")
-    c2.code(base_text, language=None, wrap_lines=True)
-    if rec.settings.greedy:
-        (st.success if same else st.error)(
-            "Greedy: the speculative text equals the autoregressive text token for token." if same else
-            "Greedy: the texts differ, which the exact greedy rule forbids; please report this run (export below).")
-    else:
-        st.caption("Sampled runs use one random stream per run, so the two texts differ; each is a sample from p.")
-    st.markdown(f"**Predicted** {lp.fmt(m.predicted_speedup, 2, 'x')} against **measured** "
-                f"{lp.fmt(m.measured_speedup, 2, 'x')}. {lp.gap_sentence(m)}")
 else:
-    st.caption("The race needs a finished run: the baseline runs right after the speculative run.")
+    m = show_run(rec)
 
 sweep = st.session_state.get("live_sweep")
 if sweep is not None:
@@ -198,10 +206,14 @@ if settings.device != "cuda":
     st.info("Unavailable here: the batch view needs a CUDA GPU, and this run uses the CPU. On a CPU, a batched "
             "verify costs about batch x the work, so there is no memory-bound regime to show.")
 elif sp is not None and st.button(f"Measure v at batch 1..256 (gamma = {settings.gamma})", key="batch_btn"):
-    with sp.queue.turn(on_wait):
-        rows = lb.measure_v(sp.pair.target, settings.gamma, on_progress=lambda f: prog_ph.progress(f, text="batch sweep"))
+    try:
+        with sp.queue.turn(on_wait):
+            rows = lb.measure_v(sp.pair.target, settings.gamma,
+                                on_progress=lambda f: prog_ph.progress(f, text="batch sweep"))
+        st.session_state["live_batch"] = (settings.gamma, rows, torch.cuda.get_device_name(0))
+    except (RuntimeError, ValueError) as exc:  # e.g. out of GPU memory, or a model without batched caches
+        st.error(f"The batch sweep failed on this pair: {exc}")
     prog_ph.empty()
-    st.session_state["live_batch"] = (settings.gamma, rows, torch.cuda.get_device_name(0))
 batch = st.session_state.get("live_batch")
 if settings.device == "cuda" and batch is not None and sp is not None:
     g, rows, gpu = batch
@@ -213,9 +225,10 @@ if settings.device == "cuda" and batch is not None and sp is not None:
                f"{hw.name if hw else 'no matching preset'}; where the measured v stays near 1 the verify pass is "
                "memory- or launch-bound, and the crossover is where it starts to climb.")
 
-st.subheader("Export")
-e1, e2 = st.columns(2)
-e1.download_button("run as JSON (events, settings, device, versions)", lx.run_json(rec, m, lx.versions()),
-                   file_name=f"specdec-live-{int(time.time())}.json", mime="application/json", key="dl_json")
-e2.download_button("metrics as CSV", lx.metrics_csv(m), file_name="specdec-live-metrics.csv", mime="text/csv",
-                   key="dl_csv")
+if rec is not None and m is not None:
+    st.subheader("Export")
+    e1, e2 = st.columns(2)
+    e1.download_button("run as JSON (events, settings, device, versions)", lx.run_json(rec, m, lx.versions()),
+                       file_name=f"specdec-live-{int(time.time())}.json", mime="application/json", key="dl_json")
+    e2.download_button("metrics as CSV", lx.metrics_csv(m), file_name="specdec-live-metrics.csv", mime="text/csv",
+                       key="dl_csv")

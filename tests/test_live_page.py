@@ -156,3 +156,29 @@ def test_prompt_alphabet_covers_presets():
 
     for text in PRESETS.values():
         assert set(text) <= set(ALPHABET), set(text) - set(ALPHABET)
+
+
+def test_preset_in_the_url_sets_the_prompt_and_draft_settings_warn(app_test):
+    from ui.live_controls import PRESETS
+
+    at = app_test(PAGE, preset="copy-heavy", apart="true", dtemp="0.5", **SHORT)
+    assert not at.exception
+    assert at.text_area(key="prompt").value == PRESETS["copy-heavy"]
+    assert any("break exactness" in w.value for w in at.warning)
+    at.button(key="run_btn").click().run()
+    rec = at.session_state["live_rec"]
+    assert rec.settings.draft_sampling().temperature == 0.5 and rec.status == "done"
+
+
+def test_sweep_runs_gamma_one_to_eight(app_test):
+    at = app_test(PAGE, **{**SHORT, "maxnew": "24"})
+    at.button(key="sweep_btn").click().run()
+    assert not at.exception
+    settings, results = at.session_state["live_sweep"]
+    assert [r.gamma for r in results] == list(range(1, 9))
+    for r in results:
+        assert r.tokens == 24 and math.isfinite(r.predicted_speedup) and math.isfinite(r.measured_speedup)
+        assert r.predicted_speedup == pytest.approx(
+            alg.speedup_positional([0.0 if math.isnan(a) else a for a in r.alphas], r.c, r.v))
+    table = frame_with(at, "predicted")
+    assert table["gamma"].tolist() == list(range(1, 9))
