@@ -182,3 +182,27 @@ def test_sweep_runs_gamma_one_to_eight(app_test):
             alg.speedup_positional([0.0 if math.isnan(a) else a for a in r.alphas], r.c, r.v))
     table = frame_with(at, "predicted")
     assert table["gamma"].tolist() == list(range(1, 9))
+
+
+def test_reruns_and_sessions_load_the_model_once(app_test, monkeypatch):
+    """Two sessions and several reruns call the loader once: one cached Pair, no per-rerun model copies."""
+    from gpu_demo import pairs as gp
+    from ui import live_runner as lr
+
+    calls = []
+    real_load = gp.load_pair
+
+    def counting_load(*args, **kwargs):
+        calls.append(args)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(gp, "load_pair", counting_load)
+    lr.shared_pair.clear()
+    a = run_page(app_test)
+    b = run_page(app_test, seed="3")
+    b.button(key="run_btn").click().run()
+    a.button(key="run_btn").click().run()
+    assert len(calls) == 1, calls
+    for at in (a, b):
+        assert not at.exception and at.session_state["live_rec"].status == "done"
+    assert lr.get_pair("builtin", "cpu").queue.length() == 0  # every run left the line
