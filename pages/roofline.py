@@ -19,6 +19,12 @@ CONTEXTS = (256, 2048, 16384, 131072)
 BATCH = np.unique(np.round(np.geomspace(1, 1024, 161)))
 
 
+def num(x: float) -> str:
+    """A ridge, intensity or batch for the page: whole numbers as the seed writes them (295, 74); a value
+    below 1, which only a custom device can produce, keeps two significant digits instead of showing 0."""
+    return f"{x:.0f}" if x >= 1 else f"{x:.2g}"
+
+
 def hw_from_key(key: tuple) -> rl.Hardware:
     """A preset by name, or ("Custom", bf16, fp8, bandwidth)."""
     return rl.HARDWARE[key[0]] if key[0] != CUSTOM else rl.custom_hardware(key[1], key[3], key[2] or None)
@@ -65,17 +71,17 @@ def readouts(hw: rl.Hardware, mode: str, gamma: int, batch: int) -> None:
     ridge, bx = rl.ridge(hw, mode), rl.crossover_batch(hw, gamma, mode)
     coef = rl.verify_intensity(1, gamma, mode)
     cols = st.columns(4)
-    cols[0].metric("Ridge (FLOP/byte)", f"{ridge:.0f}")
+    cols[0].metric("Ridge (FLOP/byte)", num(ridge))
     cols[1].metric("Decode intensity", f"{rl.decode_intensity(batch, mode):.0f}",
                    help=f"FLOP per byte of a plain decode step at B = {batch}")
     cols[2].metric("Verify intensity", f"{rl.verify_intensity(batch, gamma, mode):.0f}",
                    help=f"FLOP per byte of verifying gamma = {gamma} drafts at B = {batch}")
-    cols[3].metric("Crossover batch B*", f"{bx:.0f}", help="roofline model, not a measurement")
+    cols[3].metric("Crossover batch B*", num(bx), help="roofline model, not a measurement")
     peak, bw = hw.peak_flops(mode) / rl.TERA, hw.bandwidth_tbs
     two = "" if rl.flops_per_weight_byte(mode) == 1 else "2"
     st.latex(
-        rf"\text{{ridge}} = \frac{{{peak:g}\ \text{{TFLOP/s}}}}{{{bw:g}\ \text{{TB/s}}}} = {ridge:.0f},\quad "
-        rf"I_\text{{verify}} = {two}B(\gamma+1) = {coef:g}B,\quad B^* = {ridge:.0f}/{coef:g} = {bx:.0f}"
+        rf"\text{{ridge}} = \frac{{{peak:g}\ \text{{TFLOP/s}}}}{{{bw:g}\ \text{{TB/s}}}} = {num(ridge)},\quad "
+        rf"I_\text{{verify}} = {two}B(\gamma+1) = {coef:g}B,\quad B^* = {num(ridge)}/{coef:g} = {num(bx)}"
     )
     bf = rl.crossover_batch(hw, gamma, "bf16")
     w8 = rl.crossover_batch(hw, gamma, "w8a16")
@@ -83,15 +89,15 @@ def readouts(hw: rl.Hardware, mode: str, gamma: int, batch: int) -> None:
         f8 = rl.crossover_batch(hw, gamma, "fp8")
         st.markdown(
             f"**FP8 versus weight-only 8-bit.** Native FP8 halves the weight bytes *and* doubles the peak, so "
-            f"intensity and ridge both double ({rl.ridge(hw, 'fp8'):.0f} FLOP/byte) and the crossover stays put: "
-            f"{f8:.0f} against {bf:.0f} in BF16. Weight-only 8-bit storage with BF16 compute doubles the "
-            f"intensity but not the peak, so the crossover halves to {w8:.0f}: the idle compute fills twice as soon."
+            f"intensity and ridge both double ({num(rl.ridge(hw, 'fp8'))} FLOP/byte) and the crossover stays put: "
+            f"{num(f8)} against {num(bf)} in BF16. Weight-only 8-bit storage with BF16 compute doubles the "
+            f"intensity but not the peak, so the crossover halves to {num(w8)}: the idle compute fills twice as soon."
         )
     else:
         st.markdown(
             f"**FP8 versus weight-only 8-bit.** {hw.name} has no FP8 tensor cores, so native FP8 is not an "
             f"option here. Weight-only 8-bit storage with BF16 compute doubles the intensity but not the peak: "
-            f"the crossover halves from {bf:.0f} to {w8:.0f}."
+            f"the crossover halves from {num(bf)} to {num(w8)}."
         )
 
 
@@ -137,7 +143,7 @@ def steptime_section(hw: rl.Hardware, hw_key: tuple, mode: str, gamma: int, batc
     where = ("does not fall to 1 at any batch up to 1,024" if here is None
              else "is at most 1 already at batch 1" if here <= 1 else f"falls to 1 at B = {here:.0f}")
     st.markdown(f"At context {ctx:,} the modelled speedup **{where}**; the weight-only linear-layer crossover "
-                f"is B = {wo:.0f}. Attention reads each sequence's KV cache once whatever the number of new "
+                f"is B = {num(wo)}. Attention reads each sequence's KV cache once whatever the number of new "
                 "tokens, so long contexts keep the verify pass memory-bound and move the crossing out.")
     lim = limits[int(ctx)]
     if lim == 0.0:

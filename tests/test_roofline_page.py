@@ -103,6 +103,15 @@ def test_custom_hardware_and_bad_values(app_test):
     assert not any("nan" in m.value for m in at.metric)
 
 
+def test_a_sub_unit_ridge_is_not_rounded_to_zero(app_test):
+    # 1e-6 TFLOP/s over 1e4 TB/s: ridge 1e-10 FLOP/byte. Shown as "0" it read as a broken page.
+    at = app_test(PAGE, hw="Custom", bf16="1e-6", fp8="0", bw="1e4")
+    assert not at.exception
+    m = metrics(at)
+    assert m["Ridge (FLOP/byte)"] == "1e-10"
+    assert m["Crossover batch B*"] == f"{rl.crossover_batch(rl.custom_hardware(1e-6, 1e4), 3):.2g}"
+
+
 def test_out_of_range_url_values_warn(app_test):
     at = app_test(PAGE, gamma="99", ctx="200000")
     assert not at.exception
