@@ -9,9 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-import numpy as np
-
-from specdec_core.algebra import best_gamma, expected_tokens, speedup
+from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
 from specdec_core.rejection import acceptance_rate
 from specdec_core.roofline import HARDWARE, crossover_batch
 
@@ -318,7 +316,7 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
     WalkStep("Verification is not free", 2,
              Link("pages/algebra.py", {"alpha": "0.8", "gamma": "4", "c": "0.05", "v": "3.5"}),
              "alpha = 0.8, gamma = 4, c = 0.05, but verification costs v = 3.5 target steps. Faster or slower?",
-             "E[N] = {tokens:.4f}, cost 3.7, so {speedup:.2f}x: a slowdown at the same acceptance.",
+             "E[N] = {tokens:.4f}, cost {cost:.1f}, so {speedup:.2f}x: a slowdown at the same acceptance.",
              ("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 3.5})),
     WalkStep("Choosing gamma", 1,
              Link("pages/algebra.py", {"alpha": "0.75", "gamma": "7", "c": "0.015", "v": "1.0"}),
@@ -366,10 +364,11 @@ def reveal_text(step: WalkStep) -> str:
     if kind in ("speedup", "best_gamma"):
         values["tokens"] = float(expected_tokens(d["alpha"], d["gamma"]))
         values["speedup"] = float(speedup(d["alpha"], d["gamma"], d["c"], d["v"]))
+        values["cost"] = float(step_cost(d["gamma"], d["c"], d["v"]))
     if kind == "best_gamma":
         values["best_gamma"], values["best_speedup"] = best_gamma(d["alpha"], d["c"], d["v"])
     if kind == "alpha":
-        values["alpha"] = float(acceptance_rate(np.array(d["p"]), np.array(d["q"])))
+        values["alpha"] = float(acceptance_rate(d["p"], d["q"]))
     if kind == "crossover":
         values["crossover"] = float(crossover_batch(HARDWARE[d["hw"]], d["gamma"], d["mode"]))
     return step.reveal.format(**values)

@@ -304,7 +304,7 @@ def test_walkthrough_reveals_are_filled_by_the_core():
     texts = [ic.reveal_text(s) for s in ic.WALKTHROUGH]
     assert all("{" not in t for t in texts)
     assert "2.533" in texts[1] and "1.95x" in texts[1]
-    assert "3.08x" in texts[2] and "0.91x" in texts[3]
+    assert "3.08x" in texts[2] and "0.91x" in texts[3] and "cost 3.7," in texts[3]
     assert "gamma = 10" in texts[4] and "3.33x" in texts[4] and "3.26x" in texts[4]
     assert "73.8" in texts[7] and "36.9" in texts[8]
 
