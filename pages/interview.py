@@ -6,6 +6,7 @@ URL: ?part=Drills&seed=classroom&classroom=true (also ?classroom=1), ?part=Flash
 """
 
 import random
+from urllib.parse import quote
 
 import streamlit as st
 
@@ -29,32 +30,32 @@ def classroom_toggle() -> bool:
     )
 
 
-def _new_set() -> None:
-    """A fresh personal seed; clears the answer boxes."""
-    st.session_state["seed"] = str(random.randrange(1000, 100000))
-    for kind in dr.DRILL_KINDS:
-        st.session_state.pop(f"ans_{kind}", None)
+def _random_seed() -> str:
+    """A personal drill seed."""
+    return str(random.randrange(1000, 100000))
 
 
-def _classroom_set() -> None:
-    st.session_state["seed"] = dr.CLASSROOM_SEED
+def _use_seed(seed: str | None = None) -> None:
+    """Callback: switch to this drill set (a fresh personal one if None) and clear the answer boxes."""
+    st.session_state["seed"] = _random_seed() if seed is None else seed
     for kind in dr.DRILL_KINDS:
         st.session_state.pop(f"ans_{kind}", None)
 
 
 def seed_controls(classroom: bool) -> str:
     """The drill seed: ?seed= if given, else the classroom seed in classroom mode, else a personal one."""
-    personal = w.session_default("iv_personal_seed", str(random.randrange(1000, 100000)))
+    personal = w.session_default("iv_personal_seed", _random_seed())
     cols = st.columns([2, 1, 1], vertical_alignment="bottom")
     typed = cols[0].text_input(
         "Drill set (seed)", key="seed", bind="query-params",
         placeholder=f"{dr.CLASSROOM_SEED if classroom else personal} (empty: default)",
         help="The same seed gives everyone the same drills. 'classroom' is the shared set.",
     )
-    cols[1].button("New set", key="new_set", on_click=_new_set, icon=":material/casino:")
-    cols[2].button("Classroom set", key="class_set", on_click=_classroom_set, icon=":material/groups:")
+    cols[1].button("New set", key="new_set", on_click=_use_seed, icon=":material/casino:")
+    cols[2].button("Classroom set", key="class_set", on_click=_use_seed, args=(dr.CLASSROOM_SEED,),
+                   icon=":material/groups:")
     seed = typed.strip() or (dr.CLASSROOM_SEED if classroom else personal)
-    st.caption(f"Drill set **{seed}**: share `/interview?part=Drills&seed={seed}` to give someone the same drills.")
+    st.caption(f"Drill set **{seed}**: share `/interview?part=Drills&seed={quote(seed)}` to give someone the same drills.")
     return seed
 
 

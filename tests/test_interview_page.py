@@ -132,6 +132,15 @@ def test_new_set_changes_the_seed(app_test):
     assert dr.make_drill("tokens", seed).prompt in " ".join(m.value for m in at.markdown)
 
 
+def test_classroom_button_and_a_shareable_link_for_any_seed(app_test):
+    at = app_test(PAGE, part="Drills", seed="my set&x")
+    _no_exception(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert "seed=my%20set%26x" in captions                 # the link text survives a copy-paste
+    at.button(key="class_set").click().run()
+    assert at.text_input(key="seed").value == dr.CLASSROOM_SEED
+
+
 # -------------------------------------------------------------- classroom ----
 @pytest.mark.parametrize("flag", ["1", "true"])
 def test_classroom_flag_in_url_turns_it_on(app_test, flag):
