@@ -73,7 +73,7 @@ def alpha_figure(
     data.append(go.Scatter(x=[current[0]], y=[current[1]], name="you are here", mode="markers",
                            marker=dict(symbol="x", size=14, color=ROLE_COLOUR["predicted"])))
     layout = go.Layout(
-        title="Speedup against a constant acceptance alpha, for several draft lengths", height=400, shapes=[_hline(1.0)],
+        title="Speedup against constant alpha, by draft length", height=400, shapes=[_hline(1.0)],
         xaxis=dict(title="acceptance alpha"), yaxis=dict(title="speedup (x)", rangemode="tozero"),
         legend=dict(y=-0.3, yanchor="top", x=0, xanchor="left"), margin=dict(t=50, b=40),
     )
