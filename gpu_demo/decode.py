@@ -257,31 +257,41 @@ def autoregressive(
     stop_tokens: Sequence[int] = (),
     topk: int = 5,
 ) -> Iterator[RoundEvent]:
-    """Plain decoding: one target forward per token, x_t ~ p(. | x_<t) (argmax if greedy). One event per token."""
+    """Plain decoding: one target forward per token, x_t ~ p(. | x_<t) (argmax if greedy). One event per token.
+
+    Arguments are validated when called (ValueError); the work runs in inference mode on each next().
+    """
     check_sampling(sampling, target.vocab_size, "target")
     dev = target.device
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, target.max_seq_len).to(dev)
+    return _stepwise_inference(_autoregressive_body(target, ids, max_new_tokens, sampling, seed, set(stop_tokens), topk))
+
+
+def _autoregressive_body(
+    target: DecoderLM, ids: torch.Tensor, max_new_tokens: int, sampling: SamplingConfig, seed: int | None,
+    stops: set[int], topk: int,
+) -> Iterator[RoundEvent]:
+    """The autoregressive loop (arguments already validated)."""
+    dev = target.device
     gen = make_generator(seed, dev)
-    stops = set(stop_tokens)
-    with torch.inference_mode():
-        pending, prefill_s = _prefill(target, ids)
-        for r in range(max_new_tokens):
-            t0 = time.perf_counter()
-            logits = target.forward(pending.view(1, 1))[0, -1]  # (V,)
-            p = logits_to_probs(logits, sampling)  # (V,)
-            x = logits.argmax(-1, keepdim=True) if sampling.greedy else sample(p.view(1, -1), gen)  # (1,)
-            y = int(x)
-            _sync(dev)
-            verify_s = time.perf_counter() - t0
-            pending = x
-            yield RoundEvent(
-                round=r, drafted=[], q_x=[], p_x=[], uniforms=[], accept_mask=[], n_accepted=0,
-                emitted=[y], kinds=["target"], draft_s=0.0, verify_s=verify_s,
-                prefill_s=prefill_s if r == 0 else 0.0, p_top=_top(p.view(1, -1), topk), q_top=[],
-                gamma=0, greedy=sampling.greedy,
-            )
-            if y in stops:
-                return
+    pending, prefill_s = _prefill(target, ids)
+    for r in range(max_new_tokens):
+        t0 = time.perf_counter()
+        logits = target.forward(pending.view(1, 1))[0, -1]  # (V,)
+        p = logits_to_probs(logits, sampling)  # (V,)
+        x = logits.argmax(-1, keepdim=True) if sampling.greedy else sample(p.view(1, -1), gen)  # (1,)
+        y = int(x)
+        _sync(dev)
+        verify_s = time.perf_counter() - t0
+        pending = x
+        yield RoundEvent(
+            round=r, drafted=[], q_x=[], p_x=[], uniforms=[], accept_mask=[], n_accepted=0,
+            emitted=[y], kinds=["target"], draft_s=0.0, verify_s=verify_s,
+            prefill_s=prefill_s if r == 0 else 0.0, p_top=_top(p.view(1, -1), topk), q_top=[],
+            gamma=0, greedy=sampling.greedy,
+        )
+        if y in stops:
+            return
 
 
 def speculative(
@@ -312,60 +322,79 @@ def speculative(
     dev = target.device
     context = min(target.max_seq_len, drafter.max_seq_len)
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(dev)
+    return _stepwise_inference(_speculative_body(
+        target, drafter, ids, max_new_tokens, gamma, sampling, dsamp, seed, set(stop_tokens), topk))
+
+
+def _speculative_body(
+    target: DecoderLM, drafter: Drafter, ids: torch.Tensor, max_new_tokens: int, gamma: int,
+    sampling: SamplingConfig, dsamp: SamplingConfig, seed: int | None, stops: set[int], topk: int,
+) -> Iterator[RoundEvent]:
+    """The speculative loop (arguments already validated)."""
+    dev = target.device
     gen = make_generator(seed, dev)
-    stops = set(stop_tokens)
     committed = torch.empty(ids.numel() + max_new_tokens, dtype=torch.long, device=dev)  # preallocated
     committed[: ids.numel()] = ids
     n_committed, produced, r = ids.numel(), 0, 0
-    with torch.inference_mode():
-        pending, prefill_s = _prefill(target, ids)
+    pending, prefill_s = _prefill(target, ids)
+    t0 = time.perf_counter()
+    drafter.begin(ids)
+    _sync(dev)
+    prefill_s += time.perf_counter() - t0
+    while produced < max_new_tokens:
+        k_max = min(gamma, max_new_tokens - produced - 1)  # never draft past the requested length
         t0 = time.perf_counter()
-        drafter.begin(ids)
+        draft = drafter.propose(committed[:n_committed], k_max, dsamp, gen)
         _sync(dev)
-        prefill_s += time.perf_counter() - t0
-        while produced < max_new_tokens:
-            k_max = min(gamma, max_new_tokens - produced - 1)  # never draft past the requested length
-            t0 = time.perf_counter()
-            draft = drafter.propose(committed[:n_committed], k_max, dsamp, gen)
-            _sync(dev)
-            t1 = time.perf_counter()
-            drafted, q = draft.tokens.to(dev), draft.q.to(dev)
-            k = drafted.numel()
-            if k > k_max:
-                raise RuntimeError(f"drafter {drafter.name!r} proposed {k} tokens; at most {k_max} were asked")
-            base = target.cache_len
-            logits = target.forward(torch.cat([pending, drafted]).view(1, -1))[0]  # (k+1, V)
-            if sampling.greedy:
-                p = torch.softmax(logits.float(), -1)  # (k+1, V) for display
-                verdict: Verdict = greedy_rule(logits, drafted, p, q)
-            else:
-                p = logits_to_probs(logits, sampling)  # (k+1, V)
-                verdict = exact_rule(p, q, drafted, gen)
-            n = verdict.n_accepted
-            target.rollback(base + 1 + n)  # keep pending + accepted drafts; y becomes pending
-            _sync(dev)
-            t2 = time.perf_counter()
-            y = verdict.next_token
-            emitted = drafted[:n].tolist() + [y]
-            kinds = ["accepted"] * n + ["correction" if n < k else "bonus"]
-            for j, tok in enumerate(emitted):  # stop tokens end the run after they are emitted
-                if tok in stops:
-                    emitted, kinds = emitted[: j + 1], kinds[: j + 1]
-                    break
-            pending = torch.tensor([y], dtype=torch.long, device=dev)
-            committed[n_committed:n_committed + len(emitted)] = torch.tensor(emitted, dtype=torch.long, device=dev)
-            n_committed += len(emitted)
-            produced += len(emitted)
-            drafter.commit(n, y)
-            yield RoundEvent(
-                round=r, drafted=drafted.tolist(), q_x=verdict.q_x, p_x=verdict.p_x, uniforms=verdict.uniforms,
-                accept_mask=verdict.accept_mask, n_accepted=n, emitted=emitted, kinds=kinds,
-                draft_s=t1 - t0, verify_s=t2 - t1, prefill_s=prefill_s if r == 0 else 0.0,
-                p_top=_top(p, topk), q_top=_top(q, topk), gamma=gamma, greedy=sampling.greedy,
-            )
-            r += 1
-            if any(t in stops for t in emitted):
+        t1 = time.perf_counter()
+        drafted, q = draft.tokens.to(dev), draft.q.to(dev)
+        k = drafted.numel()
+        if k > k_max:
+            raise RuntimeError(f"drafter {drafter.name!r} proposed {k} tokens; at most {k_max} were asked")
+        base = target.cache_len
+        logits = target.forward(torch.cat([pending, drafted]).view(1, -1))[0]  # (k+1, V)
+        if sampling.greedy:
+            p = torch.softmax(logits.float(), -1)  # (k+1, V) for display
+            verdict: Verdict = greedy_rule(logits, drafted, p, q)
+        else:
+            p = logits_to_probs(logits, sampling)  # (k+1, V)
+            verdict = exact_rule(p, q, drafted, gen)
+        n = verdict.n_accepted
+        target.rollback(base + 1 + n)  # keep pending + accepted drafts; y becomes pending
+        _sync(dev)
+        t2 = time.perf_counter()
+        y = verdict.next_token
+        emitted = drafted[:n].tolist() + [y]
+        kinds = ["accepted"] * n + ["correction" if n < k else "bonus"]
+        for j, tok in enumerate(emitted):  # stop tokens end the run after they are emitted
+            if tok in stops:
+                emitted, kinds = emitted[: j + 1], kinds[: j + 1]
+                break
+        pending = torch.tensor([y], dtype=torch.long, device=dev)
+        committed[n_committed:n_committed + len(emitted)] = torch.tensor(emitted, dtype=torch.long, device=dev)
+        n_committed += len(emitted)
+        produced += len(emitted)
+        drafter.commit(n, y)
+        yield RoundEvent(
+            round=r, drafted=drafted.tolist(), q_x=verdict.q_x, p_x=verdict.p_x, uniforms=verdict.uniforms,
+            accept_mask=verdict.accept_mask, n_accepted=n, emitted=emitted, kinds=kinds,
+            draft_s=t1 - t0, verify_s=t2 - t1, prefill_s=prefill_s if r == 0 else 0.0,
+            p_top=_top(p, topk), q_top=_top(q, topk), gamma=gamma, greedy=sampling.greedy,
+        )
+        r += 1
+        if any(t in stops for t in emitted):
+            return
+
+
+def _stepwise_inference(body: Iterator[RoundEvent]) -> Iterator[RoundEvent]:
+    """Run each step of `body` under torch.inference_mode, but yield outside it (the caller's mode is untouched)."""
+    while True:
+        with torch.inference_mode():
+            try:
+                event = next(body)
+            except StopIteration:
                 return
+        yield event
 
 
 def run(events: Iterator[RoundEvent]) -> DecodeResult:

@@ -95,13 +95,22 @@ class CharTokenizer:
             bad = sorted({ch for ch in text if ch not in self._index})
             shown = ", ".join(repr(ch) for ch in bad[:20]) + (" ..." if len(bad) > 20 else "")
             raise ValueError(
-                f"the built-in model does not know {len(bad)} character(s) in the prompt: {shown}. "
-                f"It knows letters, digits, space, newline and {self.punctuation()!r}"
+                f"this model does not know {len(bad)} character(s) in the prompt: {shown}. "
+                f"It knows only these {self.vocab_size}: {self.describe_alphabet()}"
             ) from None
 
-    def punctuation(self) -> str:
-        """The alphabet's characters that are not letters, digits or whitespace."""
-        return "".join(ch for ch in self.chars if not ch.isalnum() and not ch.isspace())
+    def describe_alphabet(self) -> str:
+        """The alphabet, compactly: runs like A-Z written as ranges, whitespace named."""
+        names = {"\n": "newline", " ": "space", "\t": "tab"}
+        parts, chars, i = [], sorted(self.chars), 0
+        while i < len(chars):
+            j = i
+            while j + 1 < len(chars) and ord(chars[j + 1]) == ord(chars[j]) + 1 and chars[j + 1].isalnum() and chars[j].isalnum():
+                j += 1
+            parts.append(f"{chars[i]}-{chars[j]}" if j - i >= 2 else "".join(chars[i:j + 1]))
+            i = j + 1
+        named = [names[c] for c in self.chars if c in names]
+        return " ".join(named + [p for p in parts if p not in names])
 
     def decode(self, ids: "list[int] | tuple[int, ...]") -> str:
         """Concatenated characters of ids."""
@@ -246,8 +255,9 @@ class CharTransformer(nn.Module):
         if need:
             hs = self.cfg.d_model // self.cfg.n_head
             shape = (batch_size, self.cfg.n_head, self.max_seq_len, hs)
-            self._k = [torch.zeros(shape, device=w.device, dtype=w.dtype) for _ in self.blocks]
-            self._v = [torch.zeros(shape, device=w.device, dtype=w.dtype) for _ in self.blocks]
+            with torch.inference_mode(False):  # normal tensors: usable both inside and outside inference mode
+                self._k = [torch.zeros(shape, device=w.device, dtype=w.dtype) for _ in self.blocks]
+                self._v = [torch.zeros(shape, device=w.device, dtype=w.dtype) for _ in self.blocks]
             self._batch = batch_size
         self._len = 0
 
@@ -338,12 +348,16 @@ class WindowMLP(nn.Module):
     def reset(self, batch_size: int = 1) -> None:
         """Empty the history: a (B, window + max_seq_len) buffer whose first `window` entries are padding."""
         if self._batch != batch_size or self._buf.device != self.device:
-            self._buf = torch.full(
-                (batch_size, self.cfg.window + self.max_seq_len), self.cfg.vocab_size,
-                dtype=torch.long, device=self.device,
-            )
+            with torch.inference_mode(False):
+                self._buf = self._new_buffer(batch_size)
             self._batch = batch_size
         self._len = 0
+
+    def _new_buffer(self, batch_size: int) -> torch.Tensor:
+        """Token history (B, window + max_seq_len) filled with the padding id."""
+        return torch.full(
+            (batch_size, self.cfg.window + self.max_seq_len), self.cfg.vocab_size, dtype=torch.long, device=self.device
+        )
 
     def rollback(self, n: int) -> None:
         """Truncate the history to n tokens (O(1))."""
@@ -351,11 +365,28 @@ class WindowMLP(nn.Module):
             raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
         self._len = n
 
-    def _logits(self, windows: torch.Tensor) -> torch.Tensor:
+    def fold(self) -> None:
+        """Precompute fc1 per window slot: table[i, x] = W1[:, iE:(i+1)E] e(x), so layer 1 is a gather-sum.
+
+        Exact algebra (sum_i W1_i e(x_i) = sum_i table[i, x_i]); used by the cached inference path only.
+        """
+        W, E = self.cfg.window, self.cfg.d_emb
+        with torch.no_grad(), torch.inference_mode(False):
+            w1 = self.fc1.weight.view(self.cfg.d_hidden, W, E)  # (H, W, E)
+            table = torch.einsum("xe,hwe->wxh", self.emb.weight, w1)  # (W, V+1, H)
+            self._table = table.reshape(W * (self.cfg.vocab_size + 1), self.cfg.d_hidden).contiguous()
+            self._slot_offset = torch.arange(W, device=self.device) * (self.cfg.vocab_size + 1)  # (W,)
+
+    def _logits(self, windows: torch.Tensor, folded: bool = False) -> torch.Tensor:
         """Logits (B, T, V) from token windows (B, T, window)."""
         B, T, W = windows.shape
-        h = self.emb(windows).view(B, T, W * self.cfg.d_emb)  # (B, T, W*E)
-        h = F.gelu(F.linear(h, self.fc1.weight, self.fc1.bias), approximate="tanh")  # (B, T, H)
+        if folded and getattr(self, "_table", None) is not None:
+            flat = (windows + self._slot_offset).view(B * T, W)  # (B*T, W) rows of the folded table
+            h = F.embedding_bag(flat, self._table, mode="sum").view(B, T, -1) + self.fc1.bias  # (B, T, H)
+            h = F.gelu(h, approximate="tanh")
+        else:
+            h = self.emb(windows).view(B, T, W * self.cfg.d_emb)  # (B, T, W*E)
+            h = F.gelu(F.linear(h, self.fc1.weight, self.fc1.bias), approximate="tanh")  # (B, T, H)
         h = h + F.gelu(F.linear(h, self.fc2.weight, self.fc2.bias), approximate="tanh")  # (B, T, H)
         return F.linear(h, self.head.weight, self.head.bias)  # (B, T, V)
 
@@ -377,7 +408,7 @@ class WindowMLP(nn.Module):
             windows = self._buf[:, start + 1:start + 1 + W].unsqueeze(1)  # (B, 1, W)
         else:
             windows = self._buf[:, start + 1:start + T + W].unfold(1, W, 1)  # (B, T, W)
-        return self._logits(windows)
+        return self._logits(windows, folded=True)
 
     def forward_train(self, idx: torch.Tensor) -> torch.Tensor:
         """Cache-free logits (B, T, V) for a full sequence from position 0 (training, reference)."""
@@ -401,7 +432,7 @@ def save_char_model(model: "CharTransformer | WindowMLP", directory: Path, name:
 
 def load_char_model(
     directory: Path, name: str, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
-) -> tuple["CharTransformer | WindowMLP", dict]:
+) -> tuple["CharTransformer | WindowMLP | ExpertSumLM", dict]:
     """Read <name>.json and <name>.safetensors into an eval-mode model; returns (model, metadata)."""
     from safetensors.torch import load_file
 
@@ -413,5 +444,60 @@ def load_char_model(
     model.load_state_dict(load_file(str(directory / f"{name}.safetensors")))
     model = model.to(device=device, dtype=dtype).eval()
     model.requires_grad_(False)
+    if isinstance(model, WindowMLP):
+        model.fold()
+    if meta.get("expert"):  # a residual transformer over a separately stored expert
+        expert, _ = load_char_model(directory, meta["expert"], device, dtype)
+        model = ExpertSumLM(model, expert).eval()  # type: ignore[arg-type]
     model.reset(1)
     return model, meta
+
+
+class ExpertSumLM(nn.Module):
+    """logits = transformer(x) + expert(x): a transformer that learns a residual over a local expert.
+
+    The built-in target: a CharTransformer trained on top of a frozen WindowMLP (the draft's weights),
+    so the transformer spends its capacity on what the 24-character window cannot see. Both parts keep
+    their own caches; forward, rollback and reset act on both (implements DecoderLM).
+    """
+
+    def __init__(self, transformer: CharTransformer, expert: WindowMLP) -> None:
+        super().__init__()
+        if transformer.vocab_size != expert.vocab_size:
+            raise ValueError("transformer and expert must share one vocabulary")
+        self.transformer = transformer
+        self.expert = expert
+        self.vocab_size = transformer.vocab_size
+        self.max_seq_len = min(transformer.max_seq_len, expert.max_seq_len)
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the weights."""
+        return self.transformer.device
+
+    @property
+    def cache_len(self) -> int:
+        """Positions held (the same in both parts)."""
+        return self.transformer.cache_len
+
+    def num_params(self) -> int:
+        """Parameters of both parts."""
+        return self.transformer.num_params() + self.expert.num_params()
+
+    def reset(self, batch_size: int = 1) -> None:
+        """Empty both caches."""
+        self.transformer.reset(batch_size)
+        self.expert.reset(batch_size)
+
+    def rollback(self, n: int) -> None:
+        """Truncate both caches to n positions (O(1))."""
+        self.transformer.rollback(n)
+        self.expert.rollback(n)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, V) of the sum, appended at positions cache_len..cache_len+T-1 in both parts."""
+        return self.transformer.forward(idx) + self.expert.forward(idx)
+
+    def forward_train(self, idx: torch.Tensor) -> torch.Tensor:
+        """Cache-free logits (B, T, V) of the sum from position 0."""
+        return self.transformer.forward_train(idx) + self.expert.forward_train(idx)

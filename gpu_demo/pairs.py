@@ -58,7 +58,8 @@ def register(spec: PairSpec) -> PairSpec:
 
 register(PairSpec(
     name="builtin",
-    description="Character-level Jane Austen pair: 4-layer transformer target, window-MLP draft (embedded).",
+    description=("Character-level Jane Austen pair: target = 4-layer transformer + the draft's window MLP "
+                 "(a residual over it); draft = the window MLP alone (embedded)."),
     loader="gpu_demo.pairs:load_builtin",
     license="code MIT; texts public domain (Debian r-cran-janeaustenr, MIT); weights trained here",
     load_cost="about 0.2 s, 16 MB of float32 weights",

@@ -17,7 +17,9 @@ import torch
 import torch.nn.functional as F
 
 from gpu_demo.corpus import ASSETS, load_books, train_val_split
-from gpu_demo.models import CharConfig, CharTransformer, WindowConfig, WindowMLP, save_char_model
+from gpu_demo.models import (
+    CharConfig, CharTransformer, ExpertSumLM, WindowConfig, WindowMLP, load_char_model, save_char_model,
+)
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,8 @@ class TrainConfig:
 # (c <= 0.1) while the draft still tracks the target closely (alpha >= 0.75 at temperature 1).
 PRESETS: dict[str, tuple[dict, TrainConfig]] = {
     "target": (
-        dict(n_layer=4, n_head=4, d_model=256, max_seq_len=512),
-        TrainConfig(steps=1000, batch_size=16, seq_len=256, lr=2.5e-3, long_frac=0.1),
+        dict(n_layer=4, n_head=4, d_model=256, max_seq_len=512, expert="draft"),
+        TrainConfig(steps=400, batch_size=8, seq_len=256, lr=2e-3, long_frac=0.1, eval_every=100, eval_batches=2),
     ),
     "draft": (
         dict(kind="window", window=24, d_emb=24, d_hidden=512, max_seq_len=512),
@@ -104,7 +106,7 @@ def random_batch(data: torch.Tensor, shape: tuple[int, int], gen: torch.Generato
 
 
 @torch.no_grad()
-def held_out_loss(model: CharTransformer | WindowMLP, data: torch.Tensor, seq_len: int, max_chars: int | None = None) -> float:
+def held_out_loss(model: CharTransformer | WindowMLP | ExpertSumLM, data: torch.Tensor, seq_len: int, max_chars: int | None = None) -> float:
     """Mean cross-entropy in nats/char over consecutive non-overlapping windows of the held-out text."""
     model.eval()
     n = data.numel() - 1 if max_chars is None else min(data.numel() - 1, max_chars)
@@ -117,24 +119,41 @@ def held_out_loss(model: CharTransformer | WindowMLP, data: torch.Tensor, seq_le
         total += F.cross_entropy(logits.flatten(0, 1), y[i:i + 32].flatten(), reduction="sum").item()
         count += y[i:i + 32].numel()
     model.train()
+    if isinstance(model, ExpertSumLM):
+        model.expert.eval()
     return total / count
 
 
 def train_one(
     name: str, vocab: CharVocab, train_ids: torch.Tensor, val_ids: torch.Tensor, seed: int,
     out_dir: Path = ASSETS, steps: int | None = None, checkpoint_dir: Path | None = None,
+    stop_after: int | None = None,
 ) -> dict:
-    """Train preset `name` from `seed`, save weights + metadata, return the metadata."""
+    """Train preset `name` from `seed`, save weights + metadata, return the metadata.
+
+    ``steps`` replaces the preset's schedule length; ``stop_after`` keeps the preset's schedule but stops
+    after that many steps (reproduces a run that was cut short; its metadata says so).
+    """
     from tqdm import tqdm
 
     arch, tcfg = PRESETS[name]
+    arch = dict(arch)
+    expert_name = arch.pop("expert", None)
     if steps is not None:
         tcfg = TrainConfig(**{**asdict(tcfg), "steps": steps})
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = build_model(len(vocab.chars), arch)
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    trained = model
+    if expert_name is not None:  # learn a residual over the frozen expert (the trained draft)
+        expert, emeta = load_char_model(out_dir, expert_name)
+        if emeta["vocab"] != vocab.chars:
+            raise ValueError(f"expert {expert_name!r} was trained with another alphabet")
+        torch.nn.init.zeros_(model.head.weight)  # start exactly at the expert's law
+        model = ExpertSumLM(trained, expert)
+        model.expert.requires_grad_(False)
+    decay = [p for n, p in trained.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in trained.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": tcfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=tcfg.lr, betas=(0.9, 0.99),
@@ -142,7 +161,8 @@ def train_one(
     log: list[dict] = []
     t0 = time.perf_counter()
     ema = None
-    bar = tqdm(range(tcfg.steps), desc=f"train {name} ({model.num_params() / 1e6:.2f}M params)", mininterval=2.0)
+    n_run = tcfg.steps if stop_after is None else min(stop_after, tcfg.steps)
+    bar = tqdm(range(n_run), desc=f"train {name} ({model.num_params() / 1e6:.2f}M params)", mininterval=2.0)
     for step in bar:
         for g in opt.param_groups:
             g["lr"] = lr_at(step, tcfg)
@@ -150,34 +170,35 @@ def train_one(
         loss = F.cross_entropy(model.forward_train(x).flatten(0, 1), y.flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trained.parameters(), 1.0)
         opt.step()
         ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
         bar.set_postfix(loss=f"{ema:.3f}")
-        if (step + 1) % tcfg.eval_every == 0 or step + 1 == tcfg.steps:
+        if (step + 1) % tcfg.eval_every == 0 or step + 1 == n_run:
             val = held_out_loss(model, val_ids, tcfg.seq_len, max_chars=tcfg.eval_batches * 32 * tcfg.seq_len)
             log.append({"step": step + 1, "train_loss_ema": round(ema, 4), "val_loss_sample": round(val, 4),
                         "elapsed_s": round(time.perf_counter() - t0, 1)})
             bar.write(f"[{name}] step {step + 1}: train {ema:.4f}  held-out(sample) {val:.4f} nats/char")
-            if step + 1 < tcfg.steps and checkpoint_dir is not None:  # a partial model, overwritten at the end
-                save_char_model(model, checkpoint_dir, f"{name}.partial", {"name": name, "vocab": vocab.chars,
-                                "partial_step": step + 1, "log": log})
+            if step + 1 < n_run and checkpoint_dir is not None:  # a partial model, overwritten at the end
+                save_char_model(trained, checkpoint_dir, f"{name}.partial", {"name": name, "vocab": vocab.chars,
+                                "partial_step": step + 1, "log": log, "expert": expert_name})
     final_val = held_out_loss(model, val_ids, tcfg.seq_len)
     meta = {
         "name": name, "vocab": vocab.chars, "seed": seed, "train": asdict(tcfg),
-        "params": model.num_params(), "held_out_nats_per_char": round(final_val, 4),
+        "steps_run": n_run, "stopped_early": n_run < tcfg.steps,
+        "params": model.num_params(), "held_out_nats_per_char": round(final_val, 4), "expert": expert_name,
         "final_train_loss_ema": round(ema or float("nan"), 4), "log": log,
         "train_seconds": round(time.perf_counter() - t0, 1), "threads": torch.get_num_threads(),
         "corpus": "assets/austen.txt.xz (see assets/CORPUS.md); held out: the last 5% of each novel",
     }
     model.eval()
-    save_char_model(model, out_dir, name, meta)
+    save_char_model(trained, out_dir, name, meta)  # an expert's weights stay in its own file
     bar.write(f"[{name}] held-out loss {final_val:.4f} nats/char; saved to {out_dir / name}.safetensors")
     return meta
 
 
 def main(which: list[str], seed: int = 1234, out_dir: Path = ASSETS, steps: int | None = None,
-         threads: int | None = None) -> None:
+         threads: int | None = None, stop_after: int | None = None, checkpoint_dir: Path | None = None) -> None:
     """Train the requested presets ('target', 'draft') in order."""
     if threads:
         torch.set_num_threads(threads)
@@ -185,5 +206,6 @@ def main(which: list[str], seed: int = 1234, out_dir: Path = ASSETS, steps: int 
     train_text, val_text = train_val_split(books)
     vocab = CharVocab.from_text(train_text + val_text)
     train_ids, val_ids = vocab.encode_tensor(train_text), vocab.encode_tensor(val_text)
-    for name in which:
-        train_one(name, vocab, train_ids, val_ids, seed + list(PRESETS).index(name), out_dir, steps)
+    for name in sorted(which, key=lambda n: n != "draft"):  # the target builds on the trained draft
+        train_one(name, vocab, train_ids, val_ids, seed + list(PRESETS).index(name), out_dir, steps,
+                  checkpoint_dir, stop_after)

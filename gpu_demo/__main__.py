@@ -1,0 +1,165 @@
+"""CLI: python -m gpu_demo {generate,bench,train} ... (argparse lives only here)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ANSI = {"accepted": "\x1b[38;2;0;158;115m", "correction": "\x1b[38;2;213;94;0m\x1b[4m",
+        "bonus": "\x1b[38;2;0;114;178m\x1b[1m", "target": "", "rejected": "\x1b[38;2;150;150;150m\x1b[9m"}
+RESET = "\x1b[0m"
+PLAIN = {"accepted": ("", ""), "correction": ("[", "]"), "bonus": ("{", "}"), "target": ("", "")}
+
+
+def _gammas(text: str) -> list[int]:
+    """'4', '1,2,4' or '1-8' -> list of ints."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
+    return out
+
+
+def _options(pairs: list[str]) -> dict:
+    """KEY=VALUE strings -> dict for a pair loader."""
+    out = {}
+    for kv in pairs:
+        key, sep, value = kv.partition("=")
+        if not sep:
+            raise ValueError(f"--pair-option must look like KEY=VALUE; got {kv!r}")
+        out[key] = value
+    return out
+
+
+def _sampling(args: argparse.Namespace):
+    from gpu_demo.sampler import SamplingConfig
+    return SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pair", default="builtin", help="builtin | smollm2-lookup | smollm2-draft | hf")
+    p.add_argument("--pair-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="option passed to the pair's loader (e.g. target=PATH draft=PATH for hf)")
+    p.add_argument("--device", default="auto", help="auto (CUDA if present) | cpu | cuda")
+    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=0, help="0 = off")
+    p.add_argument("--top-p", type=float, default=1.0, help="1 = off")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Print a generation with token kinds marked, then a stats line."""
+    from gpu_demo.decode import autoregressive, run, speculative
+    from gpu_demo.pairs import load_pair
+
+    t0 = time.perf_counter()
+    pair = load_pair(args.pair, args.device, **_options(args.pair_option))
+    load_s = time.perf_counter() - t0
+    ids = pair.tokenizer.encode(args.prompt)
+    samp = _sampling(args)
+    if args.gamma == 0:
+        gen = autoregressive(pair.target, ids, args.max_new_tokens, samp, seed=args.seed)
+    else:
+        gen = speculative(pair.target, pair.drafter, ids, args.max_new_tokens, args.gamma, samp, seed=args.seed)
+    res = run(gen)
+    colour = sys.stdout.isatty() and not args.plain
+    out = [args.prompt]
+    for e in res.events:
+        for tok, kind in zip(e.emitted, e.kinds):
+            s = pair.tokenizer.piece(tok)
+            if colour:
+                out.append(f"{ANSI[kind]}{s}{RESET}" if ANSI[kind] else s)
+            else:
+                a, b = PLAIN[kind]
+                out.append(f"{a}{s}{b}")
+    print("".join(out))
+    n_tok = len(res.tokens)
+    dec_s = res.wall_s - res.events[0].prefill_s
+    acc = sum(e.n_accepted for e in res.events)
+    drafted = sum(min(e.k, e.n_accepted + 1) for e in res.events)
+    legend = ("colours: accepted draft = green, correction = orange underlined, bonus = blue bold" if colour
+              else "markers: plain = accepted draft (or target token), [x] = target correction, {x} = bonus")
+    print(f"\n-- {legend}")
+    print(f"-- pair {pair.name} on {pair.device} | gamma {args.gamma} | {samp.describe()} | {n_tok} tokens in "
+          f"{len(res.events)} target passes ({n_tok / max(1, len(res.events)):.2f} tokens/pass) | "
+          f"alpha {acc / drafted if drafted else float('nan'):.3f} | {n_tok / dec_s:.0f} tokens/s | load {load_s:.2f} s")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run gpu_demo.bench.measure and print (and optionally save) the table."""
+    from gpu_demo.bench import BUILTIN_PROMPTS, format_table, measure
+    from gpu_demo.pairs import load_pair
+
+    pair = load_pair(args.pair, args.device, **_options(args.pair_option))
+    prompts = args.prompt or list(BUILTIN_PROMPTS)
+    report = measure(pair, prompts, _gammas(args.gamma), _sampling(args), args.max_new_tokens, args.repeats, args.seed)
+    print(format_table(report))
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train the built-in pair from a seed into gpu_demo/assets (or --out)."""
+    from gpu_demo.corpus import ASSETS
+    from gpu_demo.train import main as train_main
+
+    train_main(args.which, seed=args.seed, out_dir=Path(args.out) if args.out else ASSETS, steps=args.steps,
+               threads=args.threads, stop_after=args.stop_after)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Argument parser with the three subcommands."""
+    ap = argparse.ArgumentParser(prog="python -m gpu_demo", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("generate", help="generate text with token kinds marked")
+    _add_common(g)
+    g.add_argument("--prompt", required=True)
+    g.add_argument("--gamma", type=int, default=4, help="draft length (0 = plain autoregressive)")
+    g.add_argument("--max-new-tokens", type=int, default=200)
+    g.add_argument("--plain", action="store_true", help="markers instead of ANSI colours")
+    g.set_defaults(func=cmd_generate)
+    b = sub.add_parser("bench", help="measured vs predicted speedup over gamma")
+    _add_common(b)
+    b.add_argument("--gamma", default="1-8", help="e.g. 4, 1,2,4 or 1-8")
+    b.add_argument("--max-new-tokens", type=int, default=200)
+    b.add_argument("--repeats", type=int, default=3)
+    b.add_argument("--prompt", action="append", help="prompt (repeatable); default: four Austen openings")
+    b.add_argument("--json", metavar="PATH", nargs="?", const="artifacts/live_bench.json",
+                   help="write the full report as JSON (default path: artifacts/live_bench.json)")
+    b.set_defaults(func=cmd_bench)
+    t = sub.add_parser("train", help="train the built-in pair reproducibly from a seed")
+    t.add_argument("--which", nargs="+", default=["target", "draft"], choices=["target", "draft"])
+    t.add_argument("--seed", type=int, default=1234)
+    t.add_argument("--steps", type=int, default=None, help="override the preset's schedule length")
+    t.add_argument("--stop-after", type=int, default=None, help="keep the preset schedule, stop after N steps")
+    t.add_argument("--threads", type=int, default=None)
+    t.add_argument("--out", default=None, help="output directory (default gpu_demo/assets)")
+    t.set_defaults(func=cmd_train)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: clear one-line errors for bad input instead of tracebacks."""
+    args = build_parser().parse_args(argv)
+    if getattr(args, "threads", None):
+        import torch
+        torch.set_num_threads(args.threads)
+    try:
+        return args.func(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
