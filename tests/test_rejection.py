@@ -259,13 +259,10 @@ def test_two_position_check_bundles_the_page_numbers():
     np.testing.assert_allclose(r["emitted"].sum(), 1.0)
 
 
-def test_two_position_enumeration_is_sensitive_to_a_wrong_rule():
-    """Negative control: resampling from p at each position (via p == target, q == draft) leaves a bias."""
+def test_two_position_sampled_joint_matches_the_enumeration_and_rejects_a_wrong_rule():
+    """Two positions sampled through the real rule fit the enumerated joint (chi-square, 9 cells); the same
+    draws reject the joint a resample-from-p verifier would emit at position 1 (stated power > MIN_POWER)."""
     p1, P2, q1, Q2 = markov_example(3, 1, 0.3)
-    first = resample_from_p_rule(p1, q1).law()
-    assert np.abs(first - p1).max() > 0.01
-    assert np.abs(first.sum() - 1.0) < 1e-15
-    # and the sampled two-position frequencies match the enumeration (chi-square, 9 cells)
     rng = np.random.default_rng(5)
     t1 = speculative_sample(p1, q1, N_DRAWS, rng)[0]
     t2 = np.empty_like(t1)
@@ -273,7 +270,14 @@ def test_two_position_enumeration_is_sensitive_to_a_wrong_rule():
         idx = np.flatnonzero(t1 == x)
         t2[idx] = speculative_sample(P2[x], Q2[x], idx.size, rng)[0] if idx.size else t2[idx]
     counts = np.bincount(3 * t1 + t2, minlength=9)
-    assert chi_square_gof(counts, joint_emitted_two_positions(p1, P2, q1, Q2).ravel())[2] > LEVEL
+    enumerated = joint_emitted_two_positions(p1, P2, q1, Q2).ravel()
+    assert chi_square_gof(counts, enumerated)[2] > LEVEL
+    # Negative control: position 1 resampled from p (then the correct position 2): a biased joint.
+    first = resample_from_p_rule(p1, q1).law()
+    assert np.abs(first - p1).max() > 0.01 and abs(first.sum() - 1.0) < 1e-15
+    wrong = (first[:, None] * P2).ravel()
+    assert _power(enumerated, wrong) > MIN_POWER
+    assert chi_square_gof(counts, wrong)[2] < LEVEL
 
 
 def test_empirical_law_counts():
