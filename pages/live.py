@@ -118,6 +118,8 @@ if sweep_clicked and sp is not None and ids is not None:
     prog_ph.empty()
 
 rec: lr.RunRecord | None = st.session_state.get("live_rec")
+if rec is not None and not rec.settle():  # a Stop or a changed setting: let the old script run wind down
+    st.warning("The previous run is still finishing; it stops at its next round.")
 if rec is not None and rec.status == "stopped" and not rec.note:
     rec.note = ("Stopped by you" if st.session_state.get("stop_btn") else
                 "Stopped because a setting changed (or the page reran) during the run")

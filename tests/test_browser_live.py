@@ -53,7 +53,11 @@ def test_stop_and_a_changed_setting_end_a_run_cleanly(page, streamlit_url):
     page.locator(".st-key-run_btn button").first.click()
     page.locator(".live-tokens").first.wait_for(timeout=60_000)  # streaming has started
     page.locator(".st-key-stop_btn button").first.click()
-    page.get_by_text("Stopped by you").first.wait_for(timeout=60_000)
+    try:
+        page.get_by_text("Stopped by you").first.wait_for(timeout=60_000)
+    except Exception:
+        screenshot(page, "live-stop-failed")
+        raise
     wait_for_app(page)
     assert_no_error(page)
     # A new run, interrupted by changing a setting: it stops cleanly and says why.

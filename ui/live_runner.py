@@ -224,6 +224,11 @@ class RunRecord:
     base_wall: list[float] = field(default_factory=list)
     queue_wait_s: float = 0.0
     note: str = ""  # why a stopped run stopped
+    finished: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+
+    def settle(self, timeout: float = 10.0) -> bool:
+        """Wait for an interrupted script run to finish this record (Streamlit starts the new run at once)."""
+        return self.finished.wait(timeout) if self.status in ("running", "racing") else True
 
     def spec_tokens(self) -> list[int]:
         """Committed speculative tokens after the prompt."""
@@ -294,6 +299,7 @@ def run_race(
     finally:
         if rec.status != "done":
             rec.status = "stopped"
+        rec.finished.set()
     return rec
 
 
