@@ -78,3 +78,18 @@ def test_stop_and_a_changed_setting_end_a_run_cleanly(page, streamlit_url):
     page.locator(".st-key-run_btn button").first.click()
     page.get_by_text("Predicted", exact=False).first.wait_for(timeout=120_000)
     assert_no_error(page)
+
+
+def test_step_mode_moves_one_round_per_click(page, streamlit_url):
+    open_page(page, streamlit_url, "live", "maxnew=40&gamma=4&seed=3&step=true")
+    page.locator(".st-key-run_btn button").first.click()
+    page.get_by_text("Step through the rounds").first.wait_for(timeout=120_000)
+    wait_for_app(page)
+    assert page.get_by_text("Round 1 of").count() == 1
+    page.locator(".st-key-next_btn button").first.click()
+    page.get_by_text("Round 2 of").first.wait_for(timeout=60_000)
+    wait_for_app(page)
+    assert "round=2" in page.url  # the shown round is in the URL
+    assert_no_error(page)
+    page.get_by_text("Step through the rounds").first.scroll_into_view_if_needed()
+    screenshot(page, "live-step")
