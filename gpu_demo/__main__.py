@@ -48,7 +48,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, default=0, help="0 = off")
     p.add_argument("--top-p", type=float, default=1.0, help="1 = off")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: batch-1 decoding of small models is latency-bound, and "
+                        "OpenMP hand-offs cost milliseconds on a busy machine)")
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -138,11 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the full report as JSON (default path: artifacts/live_bench.json)")
     b.set_defaults(func=cmd_bench)
     t = sub.add_parser("train", help="train the built-in pair reproducibly from a seed")
-    t.add_argument("--which", nargs="+", default=["target", "draft"], choices=["target", "draft"])
+    t.add_argument("--which", nargs="+", default=["expert", "target", "draft"], choices=["expert", "target", "draft"],
+                   help="which models (trained in the order expert, target, draft: the target needs the expert)")
     t.add_argument("--seed", type=int, default=1234)
     t.add_argument("--steps", type=int, default=None, help="override the preset's schedule length")
     t.add_argument("--stop-after", type=int, default=None, help="keep the preset schedule, stop after N steps")
-    t.add_argument("--threads", type=int, default=None)
+    t.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     t.add_argument("--out", default=None, help="output directory (default gpu_demo/assets)")
     t.set_defaults(func=cmd_train)
     return ap

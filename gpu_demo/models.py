@@ -381,7 +381,7 @@ class WindowMLP(nn.Module):
         """Logits (B, T, V) from token windows (B, T, window)."""
         B, T, W = windows.shape
         if folded and getattr(self, "_table", None) is not None:
-            flat = (windows + self._slot_offset).view(B * T, W)  # (B*T, W) rows of the folded table
+            flat = (windows + self._slot_offset).reshape(B * T, W)  # (B*T, W) rows of the folded table
             h = F.embedding_bag(flat, self._table, mode="sum").view(B, T, -1) + self.fc1.bias  # (B, T, H)
             h = F.gelu(h, approximate="tanh")
         else:

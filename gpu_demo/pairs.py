@@ -58,11 +58,12 @@ def register(spec: PairSpec) -> PairSpec:
 
 register(PairSpec(
     name="builtin",
-    description=("Character-level Jane Austen pair: target = 4-layer transformer + the draft's window MLP "
-                 "(a residual over it); draft = the window MLP alone (embedded)."),
+    description=("Character-level Jane Austen pair (embedded): target = 4-layer transformer over a frozen "
+                 "24-character window-MLP expert (3.9M params); draft = an independent 16-character window MLP "
+                 "(0.15M params)."),
     loader="gpu_demo.pairs:load_builtin",
     license="code MIT; texts public domain (Debian r-cran-janeaustenr, MIT); weights trained here",
-    load_cost="about 0.2 s, 16 MB of float32 weights",
+    load_cost="about 0.5 s, 18 MB of float32 weights",
 ))
 register(PairSpec(
     name="smollm2-lookup",
@@ -151,7 +152,7 @@ def load_builtin(device: torch.device, dtype: torch.dtype | None = None, assets:
         raise ValueError("built-in target and draft were trained with different alphabets")
     tok = CharTokenizer(tmeta["vocab"])
     info = {
-        "target_params": tmeta.get("params"), "draft_params": dmeta.get("params"),
+        "target_params": tmeta.get("params"), "draft_params": dmeta.get("params"), "target_expert": tmeta.get("expert"),
         "target_held_out_nats_per_char": tmeta.get("held_out_nats_per_char"),
         "draft_held_out_nats_per_char": dmeta.get("held_out_nats_per_char"),
         "context": min(target.max_seq_len, draft.max_seq_len), "dtype": str(dtype).replace("torch.", ""),

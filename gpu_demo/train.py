@@ -43,14 +43,21 @@ class TrainConfig:
 # (c <= 0.1) while the draft still tracks the target closely (alpha >= 0.75 at temperature 1).
 PRESETS: dict[str, tuple[dict, TrainConfig]] = {
     "target": (
-        dict(n_layer=4, n_head=4, d_model=256, max_seq_len=512, expert="draft"),
+        dict(n_layer=4, n_head=4, d_model=256, max_seq_len=512, expert="expert"),
         TrainConfig(steps=400, batch_size=8, seq_len=256, lr=2e-3, long_frac=0.1, eval_every=100, eval_batches=2),
     ),
-    "draft": (
+    "expert": (  # the target's local expert (frozen inside the target); trained first
         dict(kind="window", window=24, d_emb=24, d_hidden=512, max_seq_len=512),
         TrainConfig(steps=2000, batch_size=32, seq_len=128, lr=3e-3, warmup=100, eval_every=500),
     ),
+    "draft": (  # independent of the target: a smaller window MLP trained on the text alone
+        dict(kind="window", window=16, d_emb=16, d_hidden=256, max_seq_len=512),
+        TrainConfig(steps=3000, batch_size=32, seq_len=128, lr=4e-3, warmup=100, eval_every=500),
+    ),
 }
+
+
+TRAIN_ORDER = ["expert", "target", "draft"]
 
 
 class CharVocab:
@@ -206,6 +213,6 @@ def main(which: list[str], seed: int = 1234, out_dir: Path = ASSETS, steps: int 
     train_text, val_text = train_val_split(books)
     vocab = CharVocab.from_text(train_text + val_text)
     train_ids, val_ids = vocab.encode_tensor(train_text), vocab.encode_tensor(val_text)
-    for name in sorted(which, key=lambda n: n != "draft"):  # the target builds on the trained draft
+    for name in sorted(which, key=TRAIN_ORDER.index):  # the target builds on the trained expert
         train_one(name, vocab, train_ids, val_ids, seed + list(PRESETS).index(name), out_dir, steps,
                   checkpoint_dir, stop_after)
