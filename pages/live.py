@@ -185,6 +185,9 @@ def show_run(rec: lr.RunRecord) -> Measured:
             st.caption("Sampled runs use one random stream per run, so the two texts differ; each is a sample from p.")
         st.markdown(f"**Predicted** {lp.fmt(m.predicted_speedup, 2, 'x')} against **measured** "
                     f"{lp.fmt(m.measured_speedup, 2, 'x')}. {lp.gap_sentence(m)}")
+        if m.tokens < 150:
+            st.caption("A short run: a few milliseconds of noise move these numbers. Use 200+ tokens (or the "
+                       "sweep) for steadier ones.")
     else:
         st.caption("The race needs a finished run: the baseline runs right after the speculative run.")
     return m

@@ -31,6 +31,8 @@ def test_live_run_shows_coloured_tokens_and_measured_panel(page, streamlit_url):
     assert tokens.count() > 0, "no accepted draft tokens on screen"
     style = tokens.first.evaluate("e => [getComputedStyle(e).color, getComputedStyle(e).textDecorationLine]")
     assert style[0] == rgb(KIND_STYLE["accepted"]["colour"]) and "underline" in style[1]
+    assert "p top-5:" in (tokens.first.get_attribute("title") or "")  # hover shows the p and q top-5
+    assert "q top-5:" in (tokens.first.get_attribute("title") or "")
     ends = page.locator(".live-tokens .tok-correction, .live-tokens .tok-bonus")
     assert ends.count() > 0, "no target correction or bonus tokens on screen"
     metrics = page.locator('[data-testid="stMetric"]')
@@ -40,6 +42,7 @@ def test_live_run_shows_coloured_tokens_and_measured_panel(page, streamlit_url):
         assert label in labels
     assert page.locator(".js-plotly-plot").count() >= 2, "the alpha_j and accepted-length charts are missing"
     assert page.locator(".live-legend").count() == 1
+    assert page.locator('[data-testid="stDownloadButton"]').count() == 2  # JSON run and CSV metrics
     screenshot(page, "live-run")
     page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
     screenshot(page, "live-panel")
