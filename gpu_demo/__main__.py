@@ -34,6 +34,16 @@ def _options(pairs: list[str]) -> dict:
     return out
 
 
+def _loader_options(args: argparse.Namespace) -> dict:
+    """Keyword options for the pair loader: --pair-option KEY=VALUE, plus --hf-target/--hf-draft."""
+    opts = _options(args.pair_option)
+    if args.hf_target:
+        opts["target"] = args.hf_target
+    if args.hf_draft:
+        opts["draft"] = args.hf_draft
+    return opts
+
+
 def _sampling(args: argparse.Namespace):
     from gpu_demo.sampler import SamplingConfig
     return SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
@@ -43,6 +53,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pair", default="builtin", help="builtin | smollm2-lookup | smollm2-draft | hf")
     p.add_argument("--pair-option", action="append", default=[], metavar="KEY=VALUE",
                    help="option passed to the pair's loader (e.g. target=PATH draft=PATH for hf)")
+    p.add_argument("--hf-target", default=None, metavar="PATH_OR_ID", help="pair 'hf': the target model")
+    p.add_argument("--hf-draft", default=None, metavar="PATH_OR_ID", help="pair 'hf': the draft model")
     p.add_argument("--device", default="auto", help="auto (CUDA if present) | cpu | cuda")
     p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
     p.add_argument("--top-k", type=int, default=0, help="0 = off")
@@ -59,7 +71,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from gpu_demo.pairs import load_pair
 
     t0 = time.perf_counter()
-    pair = load_pair(args.pair, args.device, **_options(args.pair_option))
+    pair = load_pair(args.pair, args.device, **_loader_options(args))
     load_s = time.perf_counter() - t0
     ids = pair.tokenizer.encode(args.prompt)
     samp = _sampling(args)
@@ -97,7 +109,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from gpu_demo.bench import BUILTIN_PROMPTS, format_table, measure
     from gpu_demo.pairs import load_pair
 
-    pair = load_pair(args.pair, args.device, **_options(args.pair_option))
+    pair = load_pair(args.pair, args.device, **_loader_options(args))
     prompts = args.prompt or list(BUILTIN_PROMPTS)
     report = measure(pair, prompts, _gammas(args.gamma), _sampling(args), args.max_new_tokens, args.repeats, args.seed)
     print(format_table(report))
