@@ -170,7 +170,7 @@ def own_server():
         log.close()
 
 
-QUERY = "maxnew=60&gamma=3&greedy=true&seed=0"
+QUERY = "maxnew=30&gamma=3&greedy=true&seed=0"
 DONE_TEXT = "equals the autoregressive text"
 
 
