@@ -28,6 +28,9 @@ st.markdown(
     "(`specdec_core.algebra`) applied to the measured alpha_j, c and v."
 )
 
+_prev: lr.RunRecord | None = st.session_state.get("live_rec")
+if _prev is not None and not _prev.settle():  # after Stop or a changed setting, let the old script run wind down
+    st.warning("The previous run is still finishing; it stops at its next round.")
 settings, pair_ok, pair_reason, dev_problem = lc.all_controls()
 _, device_why = lr.device_choices()
 if dev_problem:
@@ -118,8 +121,6 @@ if sweep_clicked and sp is not None and ids is not None:
     prog_ph.empty()
 
 rec: lr.RunRecord | None = st.session_state.get("live_rec")
-if rec is not None and not rec.settle():  # a Stop or a changed setting: let the old script run wind down
-    st.warning("The previous run is still finishing; it stops at its next round.")
 if rec is not None and rec.status == "stopped" and not rec.note:
     rec.note = ("Stopped by you" if st.session_state.get("stop_btn") else
                 "Stopped because a setting changed (or the page reran) during the run")
