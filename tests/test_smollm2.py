@@ -280,3 +280,62 @@ def test_missing_gguf_package_says_what_to_install(monkeypatch) -> None:
     monkeypatch.setattr(builtins, "__import__", no_gguf)
     with pytest.raises(SmolLM2Unavailable, match=r"pip install gguf=="):
         gguf_loader._import_gguf()
+
+
+# ------------------------------------------------------ through the decoder ----
+def test_lookup_pair_greedy_equals_autoregressive_and_cache_matches_fresh_forward() -> None:
+    from gpu_demo.decode import autoregressive, run, speculative
+    from gpu_demo.pairs import load_pair
+    from gpu_demo.sampler import SamplingConfig
+
+    try:
+        pair = load_pair("smollm2-lookup", "cpu", max_len=160)
+    except SmolLM2Unavailable as exc:
+        pytest.fail(str(exc))
+    tok = pair.tokenizer
+    ids = tok.encode(tok.chat("Repeat exactly: the quick brown fox jumps over the lazy dog."))
+    greedy = SamplingConfig(temperature=0.0)
+    ar = run(autoregressive(pair.target, ids, 14, sampling=greedy)).tokens
+    res = run(speculative(pair.target, pair.drafter, ids, 14, gamma=4, sampling=greedy))
+    assert res.tokens == ar
+    assert sum(e.n_accepted for e in res.events) >= 4  # the copy really was drafted by lookup
+    assert "quick brown fox" in tok.decode(ar)
+    # the target's cache holds the committed sequence minus the pending token: its next logits must
+    # equal a fresh cache-free forward over the whole committed sequence
+    committed = ids + res.tokens
+    assert pair.target.cache_len == len(committed) - 1
+    with torch.no_grad():
+        nxt = pair.target(torch.tensor([committed[-1:]]))[0, -1]
+        fresh = pair.target.forward_train(torch.tensor([committed]))[0, -1]
+    torch.testing.assert_close(nxt, fresh, atol=2e-3, rtol=1e-4)
+
+
+def test_smol_tokenizer_protocol(smol) -> None:
+    from gpu_demo.smollm2 import SmolTokenizer
+
+    tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
+    ids = tok.encode("Mr. Darcy")
+    assert tok.decode(ids) == "Mr. Darcy" and "".join(tok.piece(i) for i in ids) == "Mr. Darcy"
+    assert tok.vocab_size == 49152 and tok.piece(2) == "<|im_end|>"
+
+
+def test_trained_draft_loads_caches_consistently_and_keeps_greedy_exact(smol) -> None:
+    from gpu_demo.decode import ModelDrafter, autoregressive, run, speculative
+    from gpu_demo.sampler import SamplingConfig
+    from gpu_demo.train_smol import load_draft
+
+    draft = load_draft(smol.model, max_len=128)
+    assert draft.num_params() < 8e6 and draft.out_ids.numel() == 4096
+    ids = smol.tokenizer.encode("It was a fine morning, and Miss Elliot had resolved to walk").ids
+    with torch.no_grad():
+        full = draft.forward_train(torch.tensor([ids]))[0]  # (T, V)
+        inc = chunked_logits(draft, ids, [5, 1, len(ids) - 6])
+    torch.testing.assert_close(inc, full, atol=1e-4, rtol=1e-4)
+    outside = torch.ones(draft.vocab_size, dtype=torch.bool)
+    outside[draft.out_ids] = False
+    assert torch.isinf(full[:, outside]).all() and torch.isfinite(full[:, ~outside]).all()  # q = 0 outside
+    greedy = SamplingConfig(temperature=0.0)
+    smol.model.reset(1)
+    ar = run(autoregressive(smol.model, ids, 8, sampling=greedy)).tokens
+    sp = run(speculative(smol.model, ModelDrafter(draft), ids, 8, gamma=3, sampling=greedy)).tokens
+    assert sp == ar
