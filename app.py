@@ -1,4 +1,9 @@
-"""specdec-lab entry point: page config, navigation, and the shared sidebar. Nothing else."""
+"""specdec-lab entry point: page config, navigation, and the shared sidebar. Nothing else.
+
+The page files live in views/, not pages/: with a folder named pages/ beside the entry point,
+Streamlit 1.67 starts in its legacy multipage mode, and the first deep link on a fresh server
+(/algebra, say) ran the page file alone, without this navigation, layout or theme.
+"""
 
 import streamlit as st
 
@@ -8,12 +13,12 @@ st.set_page_config(page_title="specdec-lab", page_icon=":material/fast_forward:"
 register_template()
 
 PAGES = [
-    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
-    st.Page("pages/algebra.py", title="Algebra", icon=":material/functions:", url_path="algebra"),
-    st.Page("pages/roofline.py", title="Roofline", icon=":material/speed:", url_path="roofline"),
-    st.Page("pages/proof.py", title="Proof", icon=":material/verified:", url_path="proof"),
-    st.Page("pages/live.py", title="Live decoding", icon=":material/play_circle:", url_path="live"),
-    st.Page("pages/interview.py", title="Interview prep", icon=":material/record_voice_over:", url_path="interview"),
+    st.Page("views/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
+    st.Page("views/algebra.py", title="Algebra", icon=":material/functions:", url_path="algebra"),
+    st.Page("views/roofline.py", title="Roofline", icon=":material/speed:", url_path="roofline"),
+    st.Page("views/proof.py", title="Proof", icon=":material/verified:", url_path="proof"),
+    st.Page("views/live.py", title="Live decoding", icon=":material/play_circle:", url_path="live"),
+    st.Page("views/interview.py", title="Interview prep", icon=":material/record_voice_over:", url_path="interview"),
 ]
 
 page = st.navigation(PAGES)

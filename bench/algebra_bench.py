@@ -71,7 +71,7 @@ def page_rerun_factory() -> Callable[[], None]:
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
-    at.switch_page("pages/algebra.py").run()
+    at.switch_page("views/algebra.py").run()
     values = iter(np.round(np.linspace(0.30, 0.95, 1000), 4))        # a new alpha each time: no cache hits
 
     def rerun() -> None:

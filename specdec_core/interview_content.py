@@ -16,7 +16,7 @@ from specdec_core.roofline import HARDWARE, crossover_batch
 
 @dataclass(frozen=True)
 class Link:
-    """A page in a chosen state: ``page`` is the file under pages/, ``params`` its query params."""
+    """A page in a chosen state: ``page`` is the file under views/, ``params`` its query params."""
 
     page: str
     params: dict[str, str] = field(default_factory=dict, hash=False)
@@ -25,7 +25,7 @@ class Link:
     @property
     def url(self) -> str:
         """The relative URL, e.g. /algebra?alpha=0.8&gamma=4."""
-        path = "/" + self.page.removeprefix("pages/").removesuffix(".py")
+        path = "/" + self.page.removeprefix("views/").removesuffix(".py")
         query = urlencode(self.params, safe=",")
         return path + (f"?{query}" if query else "")
 
@@ -91,7 +91,7 @@ CHECKLIST: tuple[ChecklistItem, ...] = (
         "When the target accepts every drafted token it has already computed its own distribution for "
         "the next position, so it adds one more token for free. A perfect draft therefore yields "
         "gamma + 1 tokens per target pass, and every pass yields at least one.",
-        Link("pages/algebra.py", {"alpha": "1.0", "gamma": "3", "c": "0.1", "v": "1.0"},
+        Link("views/algebra.py", {"alpha": "1.0", "gamma": "3", "c": "0.1", "v": "1.0"},
              "Algebra at alpha = 1: E[N] = gamma + 1"),
     ),
     ChecklistItem(
@@ -99,7 +99,7 @@ CHECKLIST: tuple[ChecklistItem, ...] = (
         "The accepted draft tokens already supply min(p, q) of the probability at each token, so a "
         "correction must only add the mass that is still missing. Drawing the correction from p "
         "counts the overlap twice and over-weights the tokens where the draft is too eager (q > p).",
-        Link("pages/proof.py", {"preset": "q_sharper", "mistake": "resample_p"},
+        Link("views/proof.py", {"preset": "q_sharper", "mistake": "resample_p"},
              "Proof: a sharp draft, and the resample-from-p mistake beside the correct rule"),
     ),
     ChecklistItem(
@@ -107,7 +107,7 @@ CHECKLIST: tuple[ChecklistItem, ...] = (
         "The chance a draft token survives is the overlap of the two laws, the sum over tokens of "
         "min(p, q), which is one minus their total-variation distance. It is the cleanest way to say "
         "why a better-aligned draft speeds things up, and it needs no sampling to compute.",
-        Link("pages/proof.py", {"preset": "custom", "p": "0.5,0.3,0.2", "q": "0.2,0.3,0.5"},
+        Link("views/proof.py", {"preset": "custom", "p": "0.5,0.3,0.2", "q": "0.2,0.3,0.5"},
              "Proof: the overlap of p and q is alpha, and 1 - alpha is TV"),
     ),
     ChecklistItem(
@@ -115,7 +115,7 @@ CHECKLIST: tuple[ChecklistItem, ...] = (
         "Drafting is not free: each of the gamma draft tokens costs c target steps and verification "
         "costs v, so the speedup is E[N] / (gamma c + v). A speedup measured at batch 1 says little "
         "at batch 128, where verification stops riding on idle compute and v grows.",
-        Link("pages/roofline.py", {"hw": "H100 SXM", "mode": "bf16", "gamma": "3", "batch": "128"},
+        Link("views/roofline.py", {"hw": "H100 SXM", "mode": "bf16", "gamma": "3", "batch": "128"},
              "Roofline: H100 BF16 past the crossover batch"),
     ),
     ChecklistItem(
@@ -123,7 +123,7 @@ CHECKLIST: tuple[ChecklistItem, ...] = (
         "At temperature 0 both laws are one-hot, so a draft token is kept exactly when it equals the "
         "target's argmax and the correction is the target's argmax. Acceptance is then the "
         "probability of agreement, and E[N] and the speedup follow from the same formulas.",
-        Link("pages/proof.py", {"preset": "logits", "seed": "1", "tT": "0", "dT": "0"},
+        Link("views/proof.py", {"preset": "logits", "seed": "1", "tT": "0", "dT": "0"},
              "Proof at temperature 0: one-hot laws whose argmaxes differ, so alpha = 0 (seed 0: they agree, alpha = 1)"),
     ),
 )
@@ -299,57 +299,57 @@ PRACTICE_SECONDS = 30
 
 # ---------------------------------------------------------- walkthrough ----
 WALKTHROUGH: tuple[WalkStep, ...] = (
-    WalkStep("The idea in one paragraph", 1, Link("pages/home.py"),
+    WalkStep("The idea in one paragraph", 1, Link("views/home.py"),
              "Why can the target check several draft tokens for about the price of one?",
              "At small batch a decode step spends its time reading weights from memory; scoring gamma + 1 "
              "positions reuses the same weight read, so the extra arithmetic rides on idle compute."),
     WalkStep("The seed's worked case", 2,
-             Link("pages/algebra.py", {"alpha": "0.7", "gamma": "3", "c": "0.1", "v": "1.0"}),
+             Link("views/algebra.py", {"alpha": "0.7", "gamma": "3", "c": "0.1", "v": "1.0"}),
              "Predict E[N] and the speedup at alpha = 0.7, gamma = 3, c = 0.1, v = 1.",
              "E[N] = {tokens:.3f} tokens per pass and a speedup of {speedup:.2f}x.",
              ("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0})),
     WalkStep("The ceiling", 1,
-             Link("pages/algebra.py", {"alpha": "1.0", "gamma": "3", "c": "0.1", "v": "1.0"}),
+             Link("views/algebra.py", {"alpha": "1.0", "gamma": "3", "c": "0.1", "v": "1.0"}),
              "With a perfect draft, what speedup does the same configuration reach?",
              "E[N] = {tokens:.0f} = gamma + 1 (the bonus token), so {speedup:.2f}x: the ceiling.",
              ("speedup", {"alpha": 1.0, "gamma": 3, "c": 0.1, "v": 1.0})),
     WalkStep("Verification is not free", 2,
-             Link("pages/algebra.py", {"alpha": "0.8", "gamma": "4", "c": "0.05", "v": "3.5"}),
+             Link("views/algebra.py", {"alpha": "0.8", "gamma": "4", "c": "0.05", "v": "3.5"}),
              "alpha = 0.8, gamma = 4, c = 0.05, but verification costs v = 3.5 target steps. Faster or slower?",
              "E[N] = {tokens:.4f}, cost {cost:.1f}, so {speedup:.2f}x: a slowdown at the same acceptance.",
              ("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 3.5})),
     WalkStep("Choosing gamma", 1,
-             Link("pages/algebra.py", {"alpha": "0.75", "gamma": "7", "c": "0.015", "v": "1.0"}),
+             Link("views/algebra.py", {"alpha": "0.75", "gamma": "7", "c": "0.015", "v": "1.0"}),
              "Leviathan et al. used gamma = 7 at alpha = 0.75 with c about 0.015. Is 7 the best integer gamma?",
              "Not quite: gamma = {best_gamma} gives {best_speedup:.2f}x against {speedup:.2f}x at 7; the curve is flat near its peak.",
              ("best_gamma", {"alpha": 0.75, "gamma": 7, "c": 0.015, "v": 1.0})),
     WalkStep("Acceptance is overlap", 1,
-             Link("pages/proof.py", {"preset": "custom", "p": "0.5,0.3,0.2", "q": "0.2,0.3,0.5"}),
+             Link("views/proof.py", {"preset": "custom", "p": "0.5,0.3,0.2", "q": "0.2,0.3,0.5"}),
              "Before looking at the numbers: what is the chance a draft token is accepted, in terms of p and q?",
              "alpha = sum over tokens of min(p, q) = 1 - TV(p, q); for example p = [0.5, 0.3, 0.2], "
              "q = [0.2, 0.3, 0.5] gives alpha = {alpha:.2f}.",
              ("alpha", {"p": [0.5, 0.3, 0.2], "q": [0.2, 0.3, 0.5]})),
-    WalkStep("The tempting mistake", 2, Link("pages/proof.py", {"preset": "q_sharper", "mistake": "resample_p"}),
+    WalkStep("The tempting mistake", 2, Link("views/proof.py", {"preset": "q_sharper", "mistake": "resample_p"}),
              "If the correction is drawn from p instead of (p - q)+, which tokens come out too often?",
              "Those where q > p: they are accepted at rate p already, then receive extra mass from the "
              "p-resample. The emitted law is no longer p."),
     WalkStep("Where it breaks: the roofline", 2,
-             Link("pages/roofline.py", {"hw": "H100 SXM", "mode": "bf16", "gamma": "3"}),
+             Link("views/roofline.py", {"hw": "H100 SXM", "mode": "bf16", "gamma": "3"}),
              "On an H100 SXM in BF16 with gamma = 3, at which batch does verification reach the ridge?",
              "B = ridge / (gamma + 1) = {crossover:.1f}, about 74: beyond it, extra draft tokens cost real compute.",
              ("crossover", {"hw": "H100 SXM", "gamma": 3, "mode": "bf16"})),
     WalkStep("Precision moves the crossover", 1,
-             Link("pages/roofline.py", {"hw": "H100 SXM", "mode": "w8a16", "gamma": "3"}),
+             Link("views/roofline.py", {"hw": "H100 SXM", "mode": "w8a16", "gamma": "3"}),
              "Now store weights in 8 bits but compute in BF16. Does the crossover batch go up, down or stay?",
              "It halves, to {crossover:.1f}: each weight byte now feeds 2 FLOPs per token, but the ridge is "
              "still the BF16 one. Native FP8 doubles the ridge too, so it stays near 74.",
              ("crossover", {"hw": "H100 SXM", "gamma": 3, "mode": "w8a16"})),
-    WalkStep("A real pair, decoding", 1, Link("pages/live.py"),
+    WalkStep("A real pair, decoding", 1, Link("views/live.py"),
              "Each round ends with exactly one token from the target. When is it a correction, and when a bonus token?",
              "A correction when some draft token is rejected: it is drawn from (p - q)+ at that position. A bonus "
              "when all gamma drafts survive: it is drawn from p at the position after them, which the target "
              "scored in the same pass."),
-    WalkStep("Drill yourself", 1, Link("pages/interview.py", {"part": "Drills"}),
+    WalkStep("Drill yourself", 1, Link("views/interview.py", {"part": "Drills"}),
              "Answer one numeric drill without the app's help, then check the worked solution.",
              "The drills are graded within 1% (or 0.005); a miss shows the worked solution."),
 )

@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
 # ---------------------------------------------------------------- AppTest ----
 @pytest.fixture
 def app_test():
-    """Factory: app_test("pages/algebra.py", alpha="0.8") -> an AppTest that has run that page."""
+    """Factory: app_test("views/algebra.py", alpha="0.8") -> an AppTest that has run that page."""
     from streamlit.testing.v1 import AppTest
 
     def make(page: str | None = None, timeout: float = 60, **query: str) -> AppTest:

@@ -11,7 +11,7 @@ from specdec_core import algebra as alg
 from specdec_core import presets as ps
 from specdec_core.simulate import simulate_tokens_per_step, summarise
 
-PAGE = "pages/algebra.py"
+PAGE = "views/algebra.py"
 
 
 def texts(at) -> list[str]:

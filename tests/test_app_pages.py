@@ -2,8 +2,8 @@
 
 import pytest
 
-PAGES = ["pages/home.py", "pages/algebra.py", "pages/roofline.py", "pages/proof.py",
-         "pages/live.py", "pages/interview.py"]
+PAGES = ["views/home.py", "views/algebra.py", "views/roofline.py", "views/proof.py",
+         "views/live.py", "views/interview.py"]
 
 
 def test_navigation_lists_all_six_pages():
@@ -11,7 +11,7 @@ def test_navigation_lists_all_six_pages():
     from pathlib import Path
 
     src = (Path(__file__).resolve().parents[1] / "app.py").read_text()
-    listed = {n.value for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Constant) and str(n.value).startswith("pages/")}
+    listed = {n.value for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Constant) and str(n.value).startswith("views/")}
     assert listed == set(PAGES)
 
 

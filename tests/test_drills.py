@@ -296,7 +296,7 @@ def test_checklist_has_the_five_points_with_two_sentences_each():
     assert len(ic.CHECKLIST) == 5
     for item in ic.CHECKLIST:
         assert len([x for x in item.explanation.split(". ") if x.strip()]) == 2, item.point
-        assert item.link.page.startswith("pages/") and item.link.params
+        assert item.link.page.startswith("views/") and item.link.params
 
 
 def test_walkthrough_reveals_are_filled_by_the_core():

@@ -10,7 +10,7 @@ import pytest
 from specdec_core import drills as dr
 from specdec_core import interview_content as ic
 
-PAGE = "pages/interview.py"
+PAGE = "views/interview.py"
 
 
 def _no_exception(at) -> None:
@@ -46,7 +46,7 @@ def test_checklist_shows_five_points_each_linking_its_state(app_test):
     for item in ic.CHECKLIST:
         assert item.point in text and item.explanation in text
     links = _links(at)
-    want = [(item.link.page.removeprefix("pages/").removesuffix(".py"), item.link.params) for item in ic.CHECKLIST]
+    want = [(item.link.page.removeprefix("views/").removesuffix(".py"), item.link.params) for item in ic.CHECKLIST]
     assert links == want
 
 
@@ -216,7 +216,7 @@ def test_walkthrough_reveal_and_next(app_test):
     _no_exception(at)
     assert any(p.proto.text.startswith(f"Step 2 of {len(ic.WALKTHROUGH)}") for p in at.get("progress"))
     step = ic.WALKTHROUGH[1]
-    assert _links(at)[0] == (step.link.page.removeprefix("pages/").removesuffix(".py"), step.link.params)
+    assert _links(at)[0] == (step.link.page.removeprefix("views/").removesuffix(".py"), step.link.params)
     at.toggle(key="walk_reveal_2").set_value(True).run()
     assert at.success[0].value == ic.reveal_text(step)
     at.button(key="walk_next").click().run()

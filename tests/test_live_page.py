@@ -23,7 +23,7 @@ from ui import live_export as lx  # noqa: E402
 from ui.live_panel import measure_record  # noqa: E402
 from ui.theme import KIND_STYLE  # noqa: E402
 
-PAGE = "pages/live.py"
+PAGE = "views/live.py"
 SHORT = dict(maxnew="40", gamma="3", seed="7")
 
 

@@ -9,7 +9,7 @@ from specdec_core import proof_cases as pc
 from specdec_core.mistakes import all_rules
 from specdec_core.rejection import acceptance_rate, total_variation
 
-PAGE = "pages/proof.py"
+PAGE = "views/proof.py"
 FAST = "5000"        # draws per rule where the sampled check is not what a test is about
 
 

@@ -7,7 +7,7 @@ import pytest
 from specdec_core import roofline as rl
 from specdec_core import steptime as stp
 
-PAGE = "pages/roofline.py"
+PAGE = "views/roofline.py"
 
 
 def metrics(at) -> dict[str, str]:

@@ -251,7 +251,7 @@ def seed_section() -> None:
               "note": k.note} for k in ps.SEED_CASES]
     st.dataframe(cases, hide_index=True)
     st.markdown("The same acceptance flips from a speedup to a slowdown when verification gets dearer:")
-    st.page_link("pages/algebra.py", label="Open the slowdown case (alpha 0.8, gamma 4, c 0.05, v 3.5)",
+    st.page_link("views/algebra.py", label="Open the slowdown case (alpha 0.8, gamma 4, c 0.05, v 3.5)",
                  query_params={"alpha": "0.8", "gamma": "4", "c": "0.05", "v": "3.5"}, icon=":material/trending_down:")
     table = [{"alpha": r["alpha"], "c": r["c"], "best gamma": r["gamma"], "E[N]": n(r["tokens"]),
               "cost": n(r["cost"]), "speedup": f"{r['speedup']:.2f}x"} for r in alg.seed_table(ps.SEED_TABLE_ROWS)]

@@ -57,11 +57,11 @@ def render() -> None:
     )
 
     st.subheader("Explore")
-    st.page_link("pages/algebra.py", label="Algebra: alpha, gamma, c, v and the speedup", icon=":material/functions:")
-    st.page_link("pages/roofline.py", label="Roofline: why batch 1 leaves compute idle", icon=":material/speed:")
-    st.page_link("pages/proof.py", label="Proof: the emitted law is exactly p", icon=":material/verified:")
-    st.page_link("pages/live.py", label="Live decoding: a real draft and target", icon=":material/play_circle:")
-    st.page_link("pages/interview.py", label="Interview prep: drills and the 30-second answer", icon=":material/record_voice_over:")
+    st.page_link("views/algebra.py", label="Algebra: alpha, gamma, c, v and the speedup", icon=":material/functions:")
+    st.page_link("views/roofline.py", label="Roofline: why batch 1 leaves compute idle", icon=":material/speed:")
+    st.page_link("views/proof.py", label="Proof: the emitted law is exactly p", icon=":material/verified:")
+    st.page_link("views/live.py", label="Live decoding: a real draft and target", icon=":material/play_circle:")
+    st.page_link("views/interview.py", label="Interview prep: drills and the 30-second answer", icon=":material/record_voice_over:")
 
 
 render()
