@@ -126,8 +126,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpu_demo.corpus import ASSETS
     from gpu_demo.train import main as train_main
 
-    train_main(args.which, seed=args.seed, out_dir=Path(args.out) if args.out else ASSETS, steps=args.steps,
-               threads=args.threads, stop_after=args.stop_after)
+    builtin = [w for w in args.which if w != "smollm2-draft"]
+    if builtin:
+        train_main(builtin, seed=args.seed, out_dir=Path(args.out) if args.out else ASSETS, steps=args.steps,
+                   threads=args.threads, stop_after=args.stop_after)
+    if "smollm2-draft" in args.which:  # issue 7: distil the SmolLM2 draft (gpu_demo.train_smol)
+        from gpu_demo.train_smol import main as smol_main
+
+        smol_main([f"--seed={args.seed}"] + ([f"--steps={args.steps}"] if args.steps else [])
+                  + ([f"--out={args.out}"] if args.out else []))
     return 0
 
 
@@ -152,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the full report as JSON (default path: artifacts/live_bench.json)")
     b.set_defaults(func=cmd_bench)
     t = sub.add_parser("train", help="train the built-in pair reproducibly from a seed")
-    t.add_argument("--which", nargs="+", default=["expert", "target", "draft"], choices=["expert", "target", "draft"],
+    t.add_argument("--which", nargs="+", default=["expert", "target", "draft"], choices=["expert", "target", "draft", "smollm2-draft"],
                    help="which models (trained in the order expert, target, draft: the target needs the expert)")
     t.add_argument("--seed", type=int, default=1234)
     t.add_argument("--steps", type=int, default=None, help="override the preset's schedule length")
