@@ -7,15 +7,25 @@ from pathlib import Path
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
-def wait_for_app(pg, timeout_ms: int = 60_000) -> None:
-    """Wait until the Streamlit script has finished its run and the page is connected."""
+_SETTLED_JS = """() => {
+  const a = document.querySelector('[data-testid="stApp"]');
+  if (!a || a.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.querySelector('[data-stale="true"]')) return false;
+  return document.querySelector('[data-testid="stMain"] [data-testid="stElementContainer"]') !== null;
+}"""
+
+
+def wait_for_app(pg, timeout_ms: int = 60_000, quiet_ms: int = 600) -> None:
+    """Wait until the page is connected and the script run is over: not running, no stale elements, some
+    content drawn, and still so after `quiet_ms` (a rerun queued by a widget or URL fix-up starts within it)."""
     pg.wait_for_selector('[data-testid="stApp"][data-test-connection-state="CONNECTED"]', timeout=timeout_ms)
-    pg.wait_for_function(
-        "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
-        " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }",
-        timeout=timeout_ms,
-    )
-    pg.wait_for_timeout(300)  # let the last delta paint
+    for _ in range(20):
+        pg.wait_for_function(_SETTLED_JS, timeout=timeout_ms)
+        pg.wait_for_timeout(quiet_ms)
+        if pg.evaluate(_SETTLED_JS):
+            return
+    raise AssertionError("the app kept rerunning: it never stayed settled for "
+                         f"{quiet_ms} ms in 20 tries")
 
 
 def open_page(pg, base_url: str, path: str = "", query: str = "") -> None:
