@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gpu_demo.models import CacheCursor
+
 
 @dataclass(frozen=True)
 class LlamaConfig:
@@ -152,7 +154,7 @@ class Block(nn.Module):
         return x + self.feed_forward(self.ffn_norm(x))
 
 
-class Llama(nn.Module):
+class Llama(CacheCursor, nn.Module):
     """Decoder-only Llama with a static KV cache (implements gpu_demo.models.DecoderLM).
 
     forward over T new tokens returns logits for all T; the cache holds `cache_len` committed
@@ -191,15 +193,6 @@ class Llama(nn.Module):
         """Weight dtype (the cache uses it too)."""
         return self.tok_embeddings.weight.dtype
 
-    @property
-    def cache_len(self) -> int:
-        """Positions held in the KV cache."""
-        return self._len
-
-    def num_params(self) -> int:
-        """Number of parameters (tied weights counted once)."""
-        return sum(p.numel() for p in self.parameters())
-
     # ----------------------------------------------------------------------- cache --
     def reset(self, batch_size: int = 1) -> None:
         """Empty the cache; (re)allocate (B, n_kv, max_seq_len, hd) K and V per layer when B, device or dtype change."""
@@ -217,12 +210,6 @@ class Llama(nn.Module):
             self._cos, self._sin = rope_tables(self.cfg.head_dim, self.max_seq_len, self.cfg.rope_base, w.device)
             self._batch = batch_size
         self._len = 0
-
-    def rollback(self, n: int) -> None:
-        """Keep the first n cached positions (0 <= n <= cache_len), O(1)."""
-        if not 0 <= n <= self._len:
-            raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
-        self._len = n
 
     # --------------------------------------------------------------------- forward --
     def head(self, h: torch.Tensor) -> torch.Tensor:

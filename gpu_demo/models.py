@@ -58,6 +58,31 @@ class DecoderLM(Protocol):
         ...
 
 
+class CacheCursor:
+    """The committed length of a static, preallocated cache: ``cache_len``, and ``rollback(n)`` in O(1).
+
+    Rolling back only moves the cursor; later writes overwrite the stale tail. Shared by every
+    built-in model (and the Llama module), so the rule lives in one place.
+    """
+
+    _len: int = 0
+
+    @property
+    def cache_len(self) -> int:
+        """Positions held in the cache."""
+        return self._len
+
+    def rollback(self, n: int) -> None:
+        """Keep the first n cached positions, 0 <= n <= cache_len, in O(1)."""
+        if not 0 <= n <= self._len:
+            raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
+        self._len = n
+
+    def num_params(self) -> int:
+        """Number of parameters (tied weights counted once)."""
+        return sum(p.numel() for p in self.parameters())  # type: ignore[attr-defined]
+
+
 @runtime_checkable
 class Tokenizer(Protocol):
     """Text <-> token ids. ``encode`` raises ValueError naming any characters it cannot represent."""
@@ -199,7 +224,7 @@ class Block(nn.Module):
         return self._finish(x, y)
 
 
-class CharTransformer(nn.Module):
+class CharTransformer(CacheCursor, nn.Module):
     """Character-level decoder-only transformer with a static KV cache (implements DecoderLM)."""
 
     def __init__(self, cfg: CharConfig) -> None:
@@ -236,15 +261,6 @@ class CharTransformer(nn.Module):
         """Device of the weights (the cache follows it)."""
         return self.tok_emb.weight.device
 
-    @property
-    def cache_len(self) -> int:
-        """Positions held in the KV cache."""
-        return self._len
-
-    def num_params(self) -> int:
-        """Number of trainable parameters."""
-        return sum(p.numel() for p in self.parameters())
-
     def reset(self, batch_size: int = 1) -> None:
         """Empty the cache; (re)allocate (B, nh, max_seq_len, hs) buffers per layer when B or dtype changes."""
         w = self.tok_emb.weight
@@ -260,12 +276,6 @@ class CharTransformer(nn.Module):
                 self._v = [torch.zeros(shape, device=w.device, dtype=w.dtype) for _ in self.blocks]
             self._batch = batch_size
         self._len = 0
-
-    def rollback(self, n: int) -> None:
-        """Truncate the cache to n positions (O(1): later writes overwrite the stale tail)."""
-        if not 0 <= n <= self._len:
-            raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
-        self._len = n
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Logits (B, T, V) for new tokens idx (B, T) at positions cache_len..cache_len+T-1; appends to cache."""
@@ -310,7 +320,7 @@ class WindowConfig:
     max_seq_len: int = 512
 
 
-class WindowMLP(nn.Module):
+class WindowMLP(CacheCursor, nn.Module):
     """Bengio-style window MLP draft: logits_t = W2 gelu(W1 [e(x_{t-w+1}); ...; e(x_t)]) (implements DecoderLM).
 
     Its "cache" is the token history, so rollback is O(1) and a decode step is ~5 tensor ops: that is
@@ -336,15 +346,6 @@ class WindowMLP(nn.Module):
         """Device of the weights."""
         return self.emb.weight.device
 
-    @property
-    def cache_len(self) -> int:
-        """Tokens held in the history buffer."""
-        return self._len
-
-    def num_params(self) -> int:
-        """Number of trainable parameters."""
-        return sum(p.numel() for p in self.parameters())
-
     def reset(self, batch_size: int = 1) -> None:
         """Empty the history: a (B, window + max_seq_len) buffer whose first `window` entries are padding."""
         if self._batch != batch_size or self._buf.device != self.device:
@@ -358,12 +359,6 @@ class WindowMLP(nn.Module):
         return torch.full(
             (batch_size, self.cfg.window + self.max_seq_len), self.cfg.vocab_size, dtype=torch.long, device=self.device
         )
-
-    def rollback(self, n: int) -> None:
-        """Truncate the history to n tokens (O(1))."""
-        if not 0 <= n <= self._len:
-            raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
-        self._len = n
 
     def fold(self) -> None:
         """Precompute fc1 per window slot: table[i, x] = W1[:, iE:(i+1)E] e(x), so layer 1 is a gather-sum.
