@@ -15,6 +15,9 @@ def test_proof_page_default_and_from_logits(page, streamlit_url):
     open_page(page, streamlit_url, "proof")
     assert_no_error(page)
     assert page.locator("h1").first.inner_text().startswith("Proof")
+    # The seed's 10,000-pair check is among the last metrics drawn; on a server still busy with an
+    # earlier test's run the page can be caught half-drawn, so wait for it by content.
+    page.locator('[data-testid="stMetricValue"]').filter(has_text="10,000").first.wait_for(timeout=90_000)
     metrics = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
     assert "10,000" in metrics and "[1, 0]" in metrics and "1" in metrics, metrics
     page.wait_for_function(ALL_CHARTS_DRAWN, timeout=30_000)
