@@ -10,12 +10,12 @@ from the corpus.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._smollm2_runner import run  # noqa: E402
 
 OPEN_PROMPTS = (
     "It was a fine morning in Bath, and Miss Elliot had resolved to walk",
@@ -25,30 +25,7 @@ OPEN_PROMPTS = (
 
 
 def main(argv: list[str] | None = None) -> None:
-    import torch
-
-    from gpu_demo.__main__ import _gammas
-    from gpu_demo.bench import format_table, measure
-    from gpu_demo.pairs import load_pair
-    from gpu_demo.sampler import SamplingConfig
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gamma", default="1,2,3,4")
-    ap.add_argument("--temperature", type=float, default=1.0)
-    ap.add_argument("--max-new-tokens", type=int, default=48)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json", metavar="PATH")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    pair = load_pair("smollm2-draft", "cpu", max_len=512)
-    report = measure(pair, list(OPEN_PROMPTS), _gammas(args.gamma), SamplingConfig(args.temperature),
-                     args.max_new_tokens, args.repeats, seed=0)
-    print(format_table(report))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2, default=str) + "\n")
-        print(f"wrote {args.json}")
+    run("smollm2-draft", lambda pair: list(OPEN_PROMPTS), __doc__.splitlines()[0], gamma="1,2,3,4", max_new_tokens=48, argv=argv)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,12 @@ own template, around passages from the held-out end of the Austen corpus.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._smollm2_runner import run  # noqa: E402
 
 PASSAGES = (
     "Anne's object was, not to be in the way of anybody; and where the narrow paths across the fields "
@@ -37,30 +37,7 @@ def copy_prompts(tokenizer) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import torch
-
-    from gpu_demo.__main__ import _gammas
-    from gpu_demo.bench import format_table, measure
-    from gpu_demo.pairs import load_pair
-    from gpu_demo.sampler import SamplingConfig
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gamma", default="2,4,6,8")
-    ap.add_argument("--temperature", type=float, default=1.0)
-    ap.add_argument("--max-new-tokens", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json", metavar="PATH")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    pair = load_pair("smollm2-lookup", "cpu", max_len=512)
-    report = measure(pair, copy_prompts(pair.tokenizer), _gammas(args.gamma), SamplingConfig(args.temperature),
-                     args.max_new_tokens, args.repeats, seed=0)
-    print(format_table(report))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2, default=str) + "\n")
-        print(f"wrote {args.json}")
+    run("smollm2-lookup", lambda pair: copy_prompts(pair.tokenizer), __doc__.splitlines()[0], gamma="2,4,6,8", max_new_tokens=64, argv=argv)
 
 
 if __name__ == "__main__":
