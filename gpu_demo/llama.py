@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gpu_demo.models import CacheCursor
+from gpu_demo.models import CacheCursor, causal_bias_at_offset
 
 
 @dataclass(frozen=True)
@@ -81,13 +81,6 @@ def apply_rope_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> t
     y0 = x0 * cos - x1 * sin
     y1 = x0 * sin + x1 * cos
     return torch.stack((y0, y1), dim=-1).reshape(B, H, T, D).to(x.dtype)
-
-
-def verify_mask(start: int, t: int, device) -> torch.Tensor:
-    """Boolean (t, start + t): query i (at position start + i) may attend to key j iff j <= start + i."""
-    q_pos = torch.arange(start, start + t, device=device)[:, None]  # (t, 1)
-    k_pos = torch.arange(start + t, device=device)[None, :]  # (1, start + t)
-    return k_pos <= q_pos
 
 
 class Attention(nn.Module):
@@ -238,8 +231,8 @@ class Llama(CacheCursor, nn.Module):
                 f"sequence would reach {start + T} positions; this model's cache holds {self.max_seq_len}"
             )
         cos, sin = self._cos[start : start + T], self._sin[start : start + T]  # (T, hd/2)
-        mask = None if T == 1 else verify_mask(start, T, idx.device)  # (T, start+T)
         x = self.tok_embeddings(idx)  # (B, T, C)
+        mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
         for layer, (ck, cv) in zip(self.layers, self._cache):
             x = layer(x, ck, cv, start, cos, sin, mask)
         self._len = start + T

@@ -174,6 +174,16 @@ def causal_mask_at_offset(start: int, t_new: int, device: torch.device) -> torch
     return k_pos <= q_pos  # (T, S)
 
 
+def causal_bias_at_offset(start: int, t_new: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """Additive mask (T_new, start + T_new): 0 where key j <= start + i, -inf after (the same rule as above).
+
+    Built once per forward and shared by every layer, so attention does not convert a boolean mask
+    in each layer (on a CPU that conversion costs more than the attention over a few new tokens).
+    """
+    mask = torch.zeros(t_new, start + t_new, device=device, dtype=dtype)  # (T, S)
+    return mask.masked_fill_(~causal_mask_at_offset(start, t_new, device), float("-inf"))
+
+
 class Block(nn.Module):
     """Pre-LN transformer block: x + attn(ln1 x), then + mlp(ln2 x). Functional calls keep overhead low."""
 
@@ -290,7 +300,7 @@ class CharTransformer(CacheCursor, nn.Module):
                 f"sequence would reach {start + T} positions; this model's context is {self.max_seq_len}"
             )
         x = self.tok_emb(idx) + self.pos_emb.weight[start:start + T]  # (B, T, d)
-        mask = None if T == 1 else causal_mask_at_offset(start, T, idx.device)  # (T, start+T)
+        mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
         for blk, kc, vc in zip(self.blocks, self._k, self._v):
             x = blk.forward_cached(x, kc, vc, start, mask)
         self._len = start + T
@@ -361,14 +371,15 @@ class WindowMLP(CacheCursor, nn.Module):
         )
 
     def fold(self) -> None:
-        """Precompute fc1 per window slot: table[i, x] = W1[:, iE:(i+1)E] e(x), so layer 1 is a gather-sum.
+        """Precompute fc1 per window slot: table[i, x] = W1[:, iE:(i+1)E] e(x) (+ b1 in slot 0): layer 1 is a gather-sum.
 
-        Exact algebra (sum_i W1_i e(x_i) = sum_i table[i, x_i]); used by the cached inference path only.
+        Exact algebra (b1 + sum_i W1_i e(x_i) = sum_i table[i, x_i]); used by the cached inference path only.
         """
         W, E = self.cfg.window, self.cfg.d_emb
         with torch.no_grad(), torch.inference_mode(False):
             w1 = self.fc1.weight.view(self.cfg.d_hidden, W, E)  # (H, W, E)
             table = torch.einsum("xe,hwe->wxh", self.emb.weight, w1)  # (W, V+1, H)
+            table[0] += self.fc1.bias  # every window reads slot 0 exactly once: the bias rides along
             self._table = table.reshape(W * (self.cfg.vocab_size + 1), self.cfg.d_hidden).contiguous()
             self._slot_offset = torch.arange(W, device=self.device) * (self.cfg.vocab_size + 1)  # (W,)
 
@@ -376,9 +387,8 @@ class WindowMLP(CacheCursor, nn.Module):
         """Logits (B, T, V) from token windows (B, T, window)."""
         B, T, W = windows.shape
         if folded and getattr(self, "_table", None) is not None:
-            flat = (windows + self._slot_offset).reshape(B * T, W)  # (B*T, W) rows of the folded table
-            h = F.embedding_bag(flat, self._table, mode="sum").view(B, T, -1) + self.fc1.bias  # (B, T, H)
-            h = F.gelu(h, approximate="tanh")
+            rows = self._table.index_select(0, (windows + self._slot_offset).reshape(-1))  # (B*T*W, H)
+            h = F.gelu(rows.view(B, T, W, -1).sum(2), approximate="tanh")  # (B, T, H), fc1 bias included
         else:
             h = self.emb(windows).view(B, T, W * self.cfg.d_emb)  # (B, T, W*E)
             h = F.gelu(F.linear(h, self.fc1.weight, self.fc1.bias), approximate="tanh")  # (B, T, H)
