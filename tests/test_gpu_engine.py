@@ -12,7 +12,7 @@ import torch
 from gpu_demo import corpus
 from gpu_demo.decode import ModelDrafter, alpha_per_position, autoregressive, run, speculative
 from gpu_demo.models import CharConfig, CharTokenizer, CharTransformer, WindowConfig, WindowMLP
-from gpu_demo.pairs import PAIRS, PairSpec, availability, load_pair, register
+from gpu_demo.pairs import PAIRS, PairSpec, availability, load_pair, register, warm_up
 from gpu_demo.sampler import SamplingConfig, logits_to_probs
 
 V = 81
@@ -110,6 +110,16 @@ def test_cache_after_speculative_run_builtin(builtin) -> None:
     prompt = builtin.tokenizer.encode("It is a truth universally acknowledged, that")
     res = run(speculative(builtin.target, builtin.drafter, prompt, 80, 4, SamplingConfig(1.0), seed=5))
     _check_cache_against_fresh(builtin.target, prompt + res.tokens)
+
+
+def test_warm_up_leaves_no_trace_in_later_runs(builtin) -> None:
+    """warm_up runs both generators once; a seeded run afterwards equals the same run on a fresh load."""
+    prompt = builtin.tokenizer.encode("Emma Woodhouse, handsome,")
+    assert warm_up(builtin, n_tokens=12) > 0
+    warmed = run(speculative(builtin.target, builtin.drafter, prompt, 40, 3, SamplingConfig(1.0), seed=9)).tokens
+    fresh = load_pair("builtin", "cpu")
+    cold = run(speculative(fresh.target, fresh.drafter, prompt, 40, 3, SamplingConfig(1.0), seed=9)).tokens
+    assert warmed == cold and len(warmed) == 40
 
 
 # ------------------------------------------------------------------------------------------------ greedy
