@@ -365,7 +365,7 @@ def _speculative_body(
         t2 = time.perf_counter()
         y = verdict.next_token
         emitted = drafted[:n].tolist() + [y]
-        kinds = ["accepted"] * n + ["correction" if n < k else "bonus"]
+        kinds = ["accepted"] * n + ["correction" if n < k else "bonus" if k else "target"]  # k = 0: a plain step
         for j, tok in enumerate(emitted):  # stop tokens end the run after they are emitted
             if tok in stops:
                 emitted, kinds = emitted[: j + 1], kinds[: j + 1]

@@ -154,7 +154,7 @@ def test_event_bookkeeping_is_consistent() -> None:
     for e in res.events:
         assert 0 <= e.n_accepted <= e.k <= 4
         assert e.emitted[: e.n_accepted] == e.drafted[: e.n_accepted]
-        assert e.kinds[-1] == ("bonus" if e.n_accepted == e.k else "correction")
+        assert e.kinds[-1] == ("target" if e.k == 0 else "bonus" if e.n_accepted == e.k else "correction")
         assert len(e.p_top) == e.k + 1 and len(e.q_top) == e.k
         assert all(m == (u * q < p) for m, u, q, p in zip(e.accept_mask, e.uniforms, e.q_x, e.p_x))
         assert e.accept_mask[: e.n_accepted] == [True] * e.n_accepted

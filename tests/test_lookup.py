@@ -172,3 +172,11 @@ def test_lookup_greedy_equals_autoregressive_greedy() -> None:
     for gamma in (1, 3, 6):
         sp = run(speculative(target, LookupDrafter(V), PROMPT, 25, gamma=gamma, sampling=greedy)).tokens
         assert sp == ar
+
+
+def test_a_round_with_nothing_to_propose_emits_a_plain_target_token() -> None:
+    """No n-gram of the prompt recurs, so the first round drafts nothing: its token is a 'target' token, not a bonus."""
+    events = run(speculative(MarkovLM(markov_table()), LookupDrafter(V), [0, 1, 2, 3], 8, gamma=3, seed=0)).events
+    assert events[0].k == 0 and events[0].kinds == ["target"] and len(events[0].emitted) == 1
+    assert all(e.kinds[-1] == "target" for e in events if e.k == 0)
+    assert any(e.k > 0 for e in events)  # later rounds do find a match and draft
