@@ -73,15 +73,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     pair = load_pair(args.pair, args.device, **_loader_options(args))
     load_s = time.perf_counter() - t0
-    ids = pair.tokenizer.encode(args.prompt)
+    chat = bool(pair.info.get("chat")) and not args.raw
+    text = pair.tokenizer.chat(args.prompt) if chat else args.prompt  # type: ignore[attr-defined]
+    ids = pair.tokenizer.encode(text)
+    stops = pair.info.get("stop_tokens", ())  # an instruct model's end-of-turn token ends the reply
     samp = _sampling(args)
     if args.gamma == 0:
-        gen = autoregressive(pair.target, ids, args.max_new_tokens, samp, seed=args.seed)
+        gen = autoregressive(pair.target, ids, args.max_new_tokens, samp, seed=args.seed, stop_tokens=stops)
     else:
-        gen = speculative(pair.target, pair.drafter, ids, args.max_new_tokens, args.gamma, samp, seed=args.seed)
+        gen = speculative(pair.target, pair.drafter, ids, args.max_new_tokens, args.gamma, samp, seed=args.seed,
+                          stop_tokens=stops)
     res = run(gen)
     colour = sys.stdout.isatty() and not args.plain
-    out = [args.prompt]
+    out = [args.prompt + ("\n" if chat else "")]
     for e in res.events:
         for tok, kind in zip(e.emitted, e.kinds):
             s = pair.tokenizer.piece(tok)
@@ -129,7 +133,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     builtin = [w for w in args.which if w != "smollm2-draft"]
     if builtin:
         train_main(builtin, seed=args.seed, out_dir=Path(args.out) if args.out else ASSETS, steps=args.steps,
-                   threads=args.threads, stop_after=args.stop_after)
+                   threads=args.threads, stop_after=args.stop_after, distill_steps=args.distill_steps)
     if "smollm2-draft" in args.which:  # issue 7: distil the SmolLM2 draft (gpu_demo.train_smol)
         from gpu_demo.train_smol import main as smol_main
 
@@ -148,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gamma", type=int, default=4, help="draft length (0 = plain autoregressive)")
     g.add_argument("--max-new-tokens", type=int, default=200)
     g.add_argument("--plain", action="store_true", help="markers instead of ANSI colours")
+    g.add_argument("--raw", action="store_true",
+                   help="for chat models (SmolLM2): send the prompt as is, without the chat template")
     g.set_defaults(func=cmd_generate)
     b = sub.add_parser("bench", help="measured vs predicted speedup over gamma")
     _add_common(b)
@@ -164,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=1234)
     t.add_argument("--steps", type=int, default=None, help="override the preset's schedule length")
     t.add_argument("--stop-after", type=int, default=None, help="keep the preset schedule, stop after N steps")
+    t.add_argument("--distill-steps", type=int, default=None,
+                   help="override the draft's distillation length (steps on the target's laws after the text)")
     t.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     t.add_argument("--out", default=None, help="output directory (default gpu_demo/assets)")
     t.set_defaults(func=cmd_train)

@@ -339,3 +339,18 @@ def test_trained_draft_loads_caches_consistently_and_keeps_greedy_exact(smol) ->
     ar = run(autoregressive(smol.model, ids, 8, sampling=greedy)).tokens
     sp = run(speculative(smol.model, ModelDrafter(draft), ids, 8, gamma=3, sampling=greedy)).tokens
     assert sp == ar
+
+
+def test_cli_generate_wraps_the_chat_template_and_stops_at_end_of_turn(capsys) -> None:
+    """`generate --pair smollm2-lookup` sends the question through the chat template and stops at <|im_end|>."""
+    from gpu_demo.__main__ import main
+
+    rc = main(["generate", "--pair", "smollm2-lookup", "--device", "cpu", "--prompt", "Say just the word: yes",
+               "--temperature", "0", "--gamma", "3", "--max-new-tokens", "40", "--plain",
+               "--pair-option", "max_len=128"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    reply, _, stats = out.partition("\n-- markers")
+    n_tokens = int(stats.split(" tokens in ")[0].rsplit(" ", 1)[-1])
+    assert n_tokens < 40, stats  # ended by the end-of-turn token, not by the length limit
+    assert "yes" in reply.lower()
