@@ -37,6 +37,9 @@ class TrainConfig:
     eval_batches: int = 8
     long_frac: float = 0.0  # the last long_frac of steps use windows of long_len (batch scaled to keep tokens/step)
     long_len: int = 512
+    distill_steps: int = 0  # then this many steps on a teacher's soft labels (the preset names the teacher)
+    distill_lr: float = 1e-3
+    distill_ce_weight: float = 0.1  # loss = TV(p, q) + distill_ce_weight * H(p, q)
 
 
 # The built-in pair. Sizes are chosen so that the target's step cost dwarfs the draft's on a 2-core CPU
@@ -50,9 +53,11 @@ PRESETS: dict[str, tuple[dict, TrainConfig]] = {
         dict(kind="window", window=24, d_emb=24, d_hidden=512, max_seq_len=512),
         TrainConfig(steps=2000, batch_size=32, seq_len=128, lr=3e-3, warmup=100, eval_every=500),
     ),
-    "draft": (  # independent of the target: a smaller window MLP trained on the text alone
-        dict(kind="window", window=16, d_emb=16, d_hidden=256, max_seq_len=512),
-        TrainConfig(steps=3000, batch_size=32, seq_len=128, lr=4e-3, warmup=100, eval_every=500),
+    "draft": (  # a smaller window MLP sharing no weights with the target: trained on the text, then
+        # distilled on the target's laws (DistillSpec-style), which raises alpha = 1 - TV(p, q)
+        dict(kind="window", window=16, d_emb=16, d_hidden=256, max_seq_len=512, teacher="target"),
+        TrainConfig(steps=3000, batch_size=32, seq_len=128, lr=4e-3, warmup=100, eval_every=500,
+                    distill_steps=2000, distill_lr=1e-3),
     ),
 }
 
@@ -134,20 +139,24 @@ def held_out_loss(model: CharTransformer | WindowMLP | ExpertSumLM, data: torch.
 def train_one(
     name: str, vocab: CharVocab, train_ids: torch.Tensor, val_ids: torch.Tensor, seed: int,
     out_dir: Path = ASSETS, steps: int | None = None, checkpoint_dir: Path | None = None,
-    stop_after: int | None = None,
+    stop_after: int | None = None, distill_steps: int | None = None,
 ) -> dict:
     """Train preset `name` from `seed`, save weights + metadata, return the metadata.
 
     ``steps`` replaces the preset's schedule length; ``stop_after`` keeps the preset's schedule but stops
-    after that many steps (reproduces a run that was cut short; its metadata says so).
+    after that many steps (reproduces a run that was cut short; its metadata says so). A preset with a
+    ``teacher`` then runs ``distill_steps`` (default: the preset's) of distillation on that saved model.
     """
     from tqdm import tqdm
 
     arch, tcfg = PRESETS[name]
     arch = dict(arch)
     expert_name = arch.pop("expert", None)
+    teacher_name = arch.pop("teacher", None)
     if steps is not None:
         tcfg = TrainConfig(**{**asdict(tcfg), "steps": steps})
+    if distill_steps is not None:
+        tcfg = TrainConfig(**{**asdict(tcfg), "distill_steps": distill_steps})
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = build_model(len(vocab.chars), arch)
@@ -190,6 +199,11 @@ def train_one(
                 save_char_model(trained, checkpoint_dir, f"{name}.partial", {"name": name, "vocab": vocab.chars,
                                 "partial_step": step + 1, "log": log, "expert": expert_name})
     final_val = held_out_loss(model, val_ids, tcfg.seq_len)
+    distilled = None
+    if teacher_name and tcfg.distill_steps and n_run == tcfg.steps:
+        distilled = _distill_phase(trained, teacher_name, vocab, train_ids, val_ids, tcfg, gen, out_dir, name)
+        distilled["held_out_nats_per_char_before"] = round(final_val, 4)
+        final_val = held_out_loss(model, val_ids, tcfg.seq_len)
     meta = {
         "name": name, "vocab": vocab.chars, "seed": seed, "train": asdict(tcfg),
         "steps_run": n_run, "stopped_early": n_run < tcfg.steps,
@@ -197,6 +211,7 @@ def train_one(
         "final_train_loss_ema": round(ema or float("nan"), 4), "log": log,
         "train_seconds": round(time.perf_counter() - t0, 1), "threads": torch.get_num_threads(),
         "corpus": "assets/austen.txt.xz (see assets/CORPUS.md); held out: the last 5% of each novel",
+        "distill": distilled,
     }
     model.eval()
     save_char_model(trained, out_dir, name, meta)  # an expert's weights stay in its own file
@@ -204,8 +219,31 @@ def train_one(
     return meta
 
 
+def _distill_phase(
+    student: CharTransformer | WindowMLP, teacher_name: str, vocab: CharVocab, train_ids: torch.Tensor,
+    val_ids: torch.Tensor, tcfg: TrainConfig, gen: torch.Generator, out_dir: Path, name: str,
+) -> dict:
+    """Second phase: distil `student` on the saved teacher's laws (gpu_demo.distill); returns its metadata."""
+    from gpu_demo.distill import distill
+
+    teacher, tmeta = load_char_model(out_dir, teacher_name)
+    if tmeta["vocab"] != vocab.chars:
+        raise ValueError(f"teacher {teacher_name!r} was trained with another alphabet")
+    teacher.requires_grad_(False)
+    val_windows = random_batch(val_ids, (16, tcfg.seq_len), torch.Generator().manual_seed(0))[0]  # (16, L)
+    log = distill(
+        student, teacher, lambda step: random_batch(train_ids, (tcfg.batch_size, tcfg.seq_len), gen)[0],
+        tcfg.distill_steps, tcfg.distill_lr, tcfg.distill_ce_weight, val_windows, desc=f"distil {name}",
+    )
+    return {"teacher": teacher_name, "steps": tcfg.distill_steps, "lr": tcfg.distill_lr,
+            "ce_weight": tcfg.distill_ce_weight, "loss": "TV(p, q) + ce_weight * H(p, q) at T = 1",
+            "held_out_alpha_t1_before": log[0]["held_out_alpha_t1"],
+            "held_out_alpha_t1": log[-1]["held_out_alpha_t1"], "log": log}
+
+
 def main(which: list[str], seed: int = 1234, out_dir: Path = ASSETS, steps: int | None = None,
-         threads: int | None = None, stop_after: int | None = None, checkpoint_dir: Path | None = None) -> None:
+         threads: int | None = None, stop_after: int | None = None, checkpoint_dir: Path | None = None,
+         distill_steps: int | None = None) -> None:
     """Train the requested presets ('target', 'draft') in order."""
     if threads:
         torch.set_num_threads(threads)
@@ -215,4 +253,4 @@ def main(which: list[str], seed: int = 1234, out_dir: Path = ASSETS, steps: int 
     train_ids, val_ids = vocab.encode_tensor(train_text), vocab.encode_tensor(val_text)
     for name in sorted(which, key=TRAIN_ORDER.index):  # the target builds on the trained expert
         train_one(name, vocab, train_ids, val_ids, seed + list(PRESETS).index(name), out_dir, steps,
-                  checkpoint_dir, stop_after)
+                  checkpoint_dir, stop_after, distill_steps)
