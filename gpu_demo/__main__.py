@@ -88,6 +88,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     out = [args.prompt + ("\n" if chat else "")]
     for e in res.events:
         for tok, kind in zip(e.emitted, e.kinds):
+            if tok in stops:  # the end-of-turn token ends the reply; it is not part of it
+                continue
             s = pair.tokenizer.piece(tok)
             if colour:
                 out.append(f"{ANSI[kind]}{s}{RESET}" if ANSI[kind] else s)

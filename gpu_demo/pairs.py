@@ -145,14 +145,14 @@ def load_pair(name: str, device: str | torch.device | None = None, **options: ob
 
 
 def warm_up(pair: Pair, n_tokens: int = 24, gamma: int = 4) -> float:
-    """One short autoregressive and one speculative run from the first token; returns the seconds taken.
+    """One short autoregressive and one speculative run from a tiny prompt; returns the seconds taken.
 
     The first calls of a fresh process pay for allocations, kernel selection and cold caches (on CUDA,
     also lazy initialisation). A page that measures c and v should not show those as the model's cost.
     """
     t0 = time.perf_counter()
-    ids = [0]
-    n = max(1, min(n_tokens, min(pair.target.max_seq_len, pair.drafter.max_seq_len) - 1))
+    ids = [0, 1, 2, 0, 1, 2]  # a repeated n-gram, so that a lookup drafter proposes and verification runs T > 1
+    n = max(1, min(n_tokens, min(pair.target.max_seq_len, pair.drafter.max_seq_len) - len(ids)))
     run(autoregressive(pair.target, ids, n, seed=0, topk=0))
     run(speculative(pair.target, pair.drafter, ids, n, gamma, seed=0, topk=0))
     return time.perf_counter() - t0

@@ -83,11 +83,13 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tens
     """One draw per row from probs (..., V) -> LongTensor (...): argmax_x probs(x) / E_x with E_x ~ Exp(1).
 
     The exponential race: P(argmax = x) = probs(x) / sum(probs), so rows need not be normalised. With
-    E = -log(u), u ~ U[0, 1), E is never 0, so a zero-probability entry scores exactly 0 and cannot win
-    (unless the whole row is 0). Four tensor ops and no host sync: about 10 us cheaper per draw than
-    torch.multinomial on a CPU, which matters once per drafted token.
+    E = -log(u) and u ~ U(0, 1) (a draw of exactly 0 is lifted to the smallest normal float), E is finite
+    and positive: a zero-probability entry scores exactly 0 and cannot beat any positive entry. Five
+    tensor ops and no host sync: about 10 us cheaper per draw than torch.multinomial on a CPU, which
+    matters once per drafted token.
     """
     u = torch.rand(probs.shape, generator=generator, device=probs.device, dtype=torch.float32)  # (..., V)
+    u.clamp_min_(torch.finfo(torch.float32).tiny)
     return (probs.float() / u.log()).argmin(-1)  # p / log(u) = -p / E: the most negative wins
 
 

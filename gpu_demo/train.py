@@ -157,6 +157,9 @@ def train_one(
         tcfg = TrainConfig(**{**asdict(tcfg), "steps": steps})
     if distill_steps is not None:
         tcfg = TrainConfig(**{**asdict(tcfg), "distill_steps": distill_steps})
+    if teacher_name and tcfg.distill_steps and not (out_dir / f"{teacher_name}.json").exists():
+        raise ValueError(f"{name!r} is distilled on {teacher_name!r}, which is not in {out_dir}: train it first "
+                         f"(python -m gpu_demo train --which {teacher_name}) or copy it there")
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = build_model(len(vocab.chars), arch)

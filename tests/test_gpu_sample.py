@@ -64,6 +64,15 @@ def test_sample_keeps_batch_shape_and_rows_are_independent_laws() -> None:
     assert set(out[1].tolist()) <= {1, 3}
 
 
+def test_a_uniform_draw_of_exactly_zero_cannot_pick_a_zero_probability_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """u = 0 on every entry of the support (E = inf without the guard) must still return a supported token."""
+    def zeros_on_support(shape, generator=None, device=None, dtype=None):
+        return torch.tensor([0.5, 0.0, 0.5], dtype=dtype).expand(shape).clone()
+
+    monkeypatch.setattr(torch, "rand", zeros_on_support)
+    assert sample(torch.tensor([0.0, 1.0, 0.0]), None).item() == 1
+
+
 def test_same_generator_seed_gives_the_same_draws() -> None:
     a = sample(WEIGHTS.expand(100, -1), torch.Generator().manual_seed(7))
     b = sample(WEIGHTS.expand(100, -1), torch.Generator().manual_seed(7))

@@ -89,10 +89,37 @@ def test_train_cli_writes_a_distilled_draft(tmp_path: Path) -> None:
     assert isinstance(model, WindowMLP) and model.vocab_size == meta["config"]["vocab_size"]
 
 
-def test_committed_draft_records_its_distillation() -> None:
-    """The shipped draft was distilled on the shipped target and the metadata carries the measured gain."""
+def test_training_a_distilled_draft_without_its_teacher_fails_before_any_step(tmp_path: Path) -> None:
+    from gpu_demo.__main__ import main
+
+    old = torch.get_num_threads()
+    try:
+        rc = main(["train", "--which", "draft", "--steps", "4", "--threads", "1", "--out", str(tmp_path)])
+    finally:
+        torch.set_num_threads(old)
+    assert rc == 2 and not (tmp_path / "draft.json").exists()
+
+
+def test_committed_draft_metadata_matches_its_weights() -> None:
+    """The shipped draft was distilled on the shipped target; its recorded alpha and loss are recomputed here."""
+    from gpu_demo.corpus import load_books, train_val_split
+    from gpu_demo.train import CharVocab, held_out_loss, random_batch
+
     meta = json.loads((ASSETS / "draft.json").read_text())
     d = meta["distill"]
     assert d["teacher"] == "target" and d["steps"] >= 1000
     assert d["held_out_alpha_t1"] > d["held_out_alpha_t1_before"]
-    assert meta["held_out_nats_per_char"] < 1.45  # still a language model of the text, not only of the target
+    target, _ = load_char_model(ASSETS, "target")
+    draft, _ = load_char_model(ASSETS, "draft")
+    train_text, val_text = train_val_split(load_books())
+    val_ids = CharVocab(meta["vocab"]).encode_tensor(val_text)
+    windows = random_batch(val_ids, (16, meta["train"]["seq_len"]), torch.Generator().manual_seed(0))[0]
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert acceptance(target, draft, windows) == pytest.approx(d["held_out_alpha_t1"], abs=2e-4)
+        loss = held_out_loss(draft, val_ids, meta["train"]["seq_len"])
+    finally:
+        torch.set_num_threads(old)
+    assert loss == pytest.approx(meta["held_out_nats_per_char"], abs=2e-4)
+    assert loss < 1.35  # still a language model of the text, not only of the target
