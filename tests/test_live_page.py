@@ -21,6 +21,7 @@ from gpu_demo.decode import alpha_per_position, overall_alpha  # noqa: E402
 from specdec_core import algebra as alg  # noqa: E402
 from ui import live_export as lx  # noqa: E402
 from ui.live_panel import measure_record  # noqa: E402
+from ui.live_tokens import TARGET_STYLE  # noqa: E402
 from ui.theme import KIND_STYLE  # noqa: E402
 
 PAGE = "views/live.py"
@@ -67,7 +68,8 @@ def test_short_run_shows_measured_panel_and_race(app_test):
     html = next(mk.value for mk in at.markdown if 'class="live-tokens"' in mk.value)
     kinds = {k for e in rec.events for k in e.kinds}
     for kind in kinds:  # "target": a round that drafted nothing (the run's last token) is a plain target step
-        assert f'tok-{kind}' in html and (kind == "target" or KIND_STYLE[kind]["colour"] in html)
+        style = TARGET_STYLE if kind == "target" else KIND_STYLE[kind]["colour"]
+        assert f'tok-{kind}' in html and style in html
     assert "p top-5:" in html  # hover text
     assert "Unavailable here" in " ".join(i.value for i in at.info)  # batch view on CPU
 
