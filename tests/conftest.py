@@ -20,6 +20,21 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+# ------------------------------------------------------------------ torch ----
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Tiny tensors: one intra-op thread avoids OpenMP hand-offs (costly on a shared 2-core box).
+
+    Use with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``; the old count is restored.
+    """
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 # ---------------------------------------------------------------- AppTest ----
 @pytest.fixture
 def app_test():

@@ -10,13 +10,7 @@ import torch
 from gpu_demo.__main__ import main
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP hand-offs (costly on a shared 2-core box)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_generate_marks_kinds_in_plain_mode(capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,13 +18,7 @@ from gpu_demo.sampler import SamplingConfig, logits_to_probs
 V = 81
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP hand-offs (costly on a shared 2-core box)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _small_pair(seed: int = 0) -> tuple[CharTransformer, ModelDrafter]:

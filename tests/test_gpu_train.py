@@ -14,6 +14,7 @@ from gpu_demo.distill import acceptance, distill, distill_loss, lr_cosine
 from gpu_demo.models import WindowConfig, WindowMLP, load_char_model
 from gpu_demo.pairs import ASSETS
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the CLI runs below also set --threads 1
 
 def test_distill_loss_is_tv_plus_weighted_cross_entropy_on_a_hand_case() -> None:
     p = torch.tensor([[0.5, 0.5, 0.0]])
@@ -74,12 +75,8 @@ def test_train_cli_writes_a_distilled_draft(tmp_path: Path) -> None:
     for name in ("target", "expert"):
         for ext in ("json", "safetensors"):
             shutil.copy(ASSETS / f"{name}.{ext}", tmp_path / f"{name}.{ext}")
-    old = torch.get_num_threads()
-    try:
-        rc = main(["train", "--which", "draft", "--steps", "4", "--distill-steps", "2", "--threads", "1",
-                   "--out", str(tmp_path)])
-    finally:
-        torch.set_num_threads(old)
+    rc = main(["train", "--which", "draft", "--steps", "4", "--distill-steps", "2", "--threads", "1",
+               "--out", str(tmp_path)])
     assert rc == 0
     meta = json.loads((tmp_path / "draft.json").read_text())
     assert meta["steps_run"] == 4 and meta["distill"]["steps"] == 2 and meta["distill"]["teacher"] == "target"
@@ -92,11 +89,7 @@ def test_train_cli_writes_a_distilled_draft(tmp_path: Path) -> None:
 def test_training_a_distilled_draft_without_its_teacher_fails_before_any_step(tmp_path: Path) -> None:
     from gpu_demo.__main__ import main
 
-    old = torch.get_num_threads()
-    try:
-        rc = main(["train", "--which", "draft", "--steps", "4", "--threads", "1", "--out", str(tmp_path)])
-    finally:
-        torch.set_num_threads(old)
+    rc = main(["train", "--which", "draft", "--steps", "4", "--threads", "1", "--out", str(tmp_path)])
     assert rc == 2 and not (tmp_path / "draft.json").exists()
 
 
@@ -114,12 +107,7 @@ def test_committed_draft_metadata_matches_its_weights() -> None:
     train_text, val_text = train_val_split(load_books())
     val_ids = CharVocab(meta["vocab"]).encode_tensor(val_text)
     windows = random_batch(val_ids, (16, meta["train"]["seq_len"]), torch.Generator().manual_seed(0))[0]
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        assert acceptance(target, draft, windows) == pytest.approx(d["held_out_alpha_t1"], abs=2e-4)
-        loss = held_out_loss(draft, val_ids, meta["train"]["seq_len"])
-    finally:
-        torch.set_num_threads(old)
+    assert acceptance(target, draft, windows) == pytest.approx(d["held_out_alpha_t1"], abs=2e-4)
+    loss = held_out_loss(draft, val_ids, meta["train"]["seq_len"])
     assert loss == pytest.approx(meta["held_out_nats_per_char"], abs=2e-4)
     assert loss < 1.35  # still a language model of the text, not only of the target
