@@ -8,7 +8,6 @@ log's final losses and the held-out loss in nats/char).
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from gpu_demo.corpus import ASSETS, load_books, train_val_split
+from gpu_demo.distill import distill, lr_cosine
 from gpu_demo.models import (
     CharConfig, CharTransformer, ExpertSumLM, WindowConfig, WindowMLP, load_char_model, save_char_model,
 )
@@ -92,10 +92,7 @@ def build_model(vocab_size: int, arch: dict) -> CharTransformer | WindowMLP:
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warm-up to cfg.lr over cfg.warmup steps, then cosine decay to cfg.lr_min at cfg.steps."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr_min + 0.5 * (cfg.lr - cfg.lr_min) * (1 + math.cos(math.pi * min(1.0, frac)))
+    return lr_cosine(step, cfg.steps, cfg.lr, cfg.lr_min, cfg.warmup)
 
 
 def batch_shape(step: int, cfg: TrainConfig) -> tuple[int, int]:
@@ -227,8 +224,6 @@ def _distill_phase(
     val_ids: torch.Tensor, tcfg: TrainConfig, gen: torch.Generator, out_dir: Path, name: str,
 ) -> dict:
     """Second phase: distil `student` on the saved teacher's laws (gpu_demo.distill); returns its metadata."""
-    from gpu_demo.distill import distill
-
     teacher, tmeta = load_char_model(out_dir, teacher_name)
     if tmeta["vocab"] != vocab.chars:
         raise ValueError(f"teacher {teacher_name!r} was trained with another alphabet")
