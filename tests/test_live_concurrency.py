@@ -29,6 +29,7 @@ ASSETS_KIND = ensure_builtin_assets()
 from gpu_demo.decode import ModelDrafter, autoregressive, speculative  # noqa: E402
 from gpu_demo.models import CharConfig, CharTransformer, WindowConfig, WindowMLP  # noqa: E402
 from gpu_demo.sampler import SamplingConfig  # noqa: E402
+from ui import live_runner as lr  # noqa: E402
 from ui.live_runner import TurnQueue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,3 +211,29 @@ def test_five_sessions_share_one_model_without_interleaving(browser, own_server)
     assert rss_five <= 1.2 * rss_one, (rss_one, rss_five)
     for c in contexts:
         c.close()
+
+
+def test_cpu_runs_decode_on_one_thread_and_restore_the_count_after_overlapping_runs() -> None:
+    """decode_threads: 1 thread inside (also when two runs overlap), the old count once the last one ends."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with lr.decode_threads("cpu"):
+            assert torch.get_num_threads() == lr.CPU_DECODE_THREADS == 1
+            with lr.decode_threads("cpu"):
+                assert torch.get_num_threads() == 1
+            assert torch.get_num_threads() == 1  # the outer run is still decoding
+        assert torch.get_num_threads() == 2
+        with lr.decode_threads("cuda"):  # the GPU path leaves the CPU thread count alone
+            assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_throttle_answers_true_at_most_once_per_interval() -> None:
+    t = lr.Throttle(0.05)
+    assert not t()  # counted from creation: a run shorter than the interval never redraws mid-run
+    time.sleep(0.06)
+    assert t() and not t()
+    time.sleep(0.06)
+    assert t()

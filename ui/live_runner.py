@@ -28,6 +28,9 @@ from gpu_demo.sampler import SamplingConfig, check_sampling
 
 ASSETS_ENV = "SPECDEC_BUILTIN_ASSETS"  # optional: another directory holding the built-in pair's weights
 POLL_S = 0.25
+# Batch-1 decoding of these models is latency-bound: on a CPU, handing each small op to a second OpenMP
+# thread costs more than it saves and makes timings erratic (the CLI and the bench default to 1 too).
+CPU_DECODE_THREADS = 1
 
 
 # ------------------------------------------------------------------------------------------ settings
@@ -245,7 +248,53 @@ def device_name(sp: SharedPair) -> str:
     """Human name of the device the pair sits on."""
     if sp.device == "cuda":
         return f"cuda ({torch.cuda.get_device_name(0)})"
-    return f"cpu ({torch.get_num_threads()} threads)"
+    return f"cpu ({CPU_DECODE_THREADS} thread{'s' if CPU_DECODE_THREADS > 1 else ''})"
+
+
+_threads_lock = threading.Lock()
+_threads_users = 0
+_threads_saved = 0
+
+
+@contextmanager
+def decode_threads(device: str) -> Iterator[None]:
+    """On CPU, torch uses CPU_DECODE_THREADS intra-op threads for the body; the old count comes back after.
+
+    The setting is process-wide, so overlapping runs (two pairs at once) share one count: the first
+    to start saves the old value and the last to finish restores it.
+    """
+    global _threads_users, _threads_saved
+    if device != "cpu":
+        yield
+        return
+    with _threads_lock:
+        if _threads_users == 0:
+            _threads_saved = torch.get_num_threads()
+            torch.set_num_threads(CPU_DECODE_THREADS)
+        _threads_users += 1
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0:
+                torch.set_num_threads(_threads_saved)
+
+
+class Throttle:
+    """Calling it answers True at most once per ``interval_s`` of wall time, counted from its creation."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._last = time.perf_counter()
+
+    def __call__(self) -> bool:
+        """True (and restart the clock) when interval_s has passed since the last True or the creation."""
+        now = time.perf_counter()
+        if now - self._last < self.interval_s:
+            return False
+        self._last = now
+        return True
 
 
 def timed(gen: Iterator[RoundEvent]) -> Iterator[tuple[RoundEvent, float]]:
@@ -284,7 +333,7 @@ def run_race(
     """Speculative run, then the same-length baseline, both while holding the model; rec fills as it goes."""
     t0 = time.perf_counter()
     try:
-        with sp.queue.turn(on_wait):
+        with sp.queue.turn(on_wait), decode_threads(sp.device):
             rec.queue_wait_s = time.perf_counter() - t0
             for ev, wall in timed(spec_events(sp, rec.settings, rec.prompt_ids)):
                 rec.events.append(ev)
@@ -292,11 +341,10 @@ def run_race(
                 on_round(rec)
             rec.status = "racing"
             n = len(rec.spec_tokens())
-            for i, (ev, wall) in enumerate(timed(base_events(sp, rec.settings, rec.prompt_ids, n))):
+            for ev, wall in timed(base_events(sp, rec.settings, rec.prompt_ids, n)):
                 rec.base_events.append(ev)
                 rec.base_wall.append(wall)
-                if i % 8 == 0 or i == n - 1:
-                    on_base(rec)
+                on_base(rec)
             rec.status = "done"
     finally:
         if rec.status != "done":
@@ -320,7 +368,7 @@ def run_sweep(
 ) -> tuple[list[SweepPoint], list[RoundEvent], list[float]]:
     """The baseline once, then one speculative run per gamma, all under one turn; progress in [0, 1]."""
     points: list[SweepPoint] = []
-    with sp.queue.turn(on_wait):
+    with sp.queue.turn(on_wait), decode_threads(sp.device):
         on_progress(0.0, "baseline")
         pairs = list(timed(base_events(sp, s, ids, int(s.max_new))))
         b_ev, b_wall = [e for e, _ in pairs], [w for _, w in pairs]
