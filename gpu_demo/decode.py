@@ -190,7 +190,9 @@ def check_gamma(gamma: object) -> int:
     return gamma
 
 
-def check_prompt_and_length(prompt_ids: Sequence[int] | torch.Tensor, max_new_tokens: object, context: int) -> torch.Tensor:
+def check_prompt_and_length(
+    prompt_ids: Sequence[int] | torch.Tensor, max_new_tokens: object, context: int
+) -> torch.Tensor:
     """Non-empty prompt shorter than the context; max_new_tokens an integer in [1, context - len(prompt)]."""
     ids = torch.as_tensor(prompt_ids, dtype=torch.long).view(-1)
     n = ids.numel()
@@ -264,12 +266,19 @@ def autoregressive(
     check_sampling(sampling, target.vocab_size, "target")
     dev = target.device
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, target.max_seq_len).to(dev)
-    return _stepwise_inference(_autoregressive_body(target, ids, max_new_tokens, sampling, seed, set(stop_tokens), topk))
+    return _stepwise_inference(
+        _autoregressive_body(target, ids, max_new_tokens, sampling, seed, set(stop_tokens), topk)
+    )
 
 
 def _autoregressive_body(
-    target: DecoderLM, ids: torch.Tensor, max_new_tokens: int, sampling: SamplingConfig, seed: int | None,
-    stops: set[int], topk: int,
+    target: DecoderLM,
+    ids: torch.Tensor,
+    max_new_tokens: int,
+    sampling: SamplingConfig,
+    seed: int | None,
+    stops: set[int],
+    topk: int,
 ) -> Iterator[RoundEvent]:
     """The autoregressive loop (arguments already validated)."""
     dev = target.device
@@ -285,10 +294,22 @@ def _autoregressive_body(
         verify_s = time.perf_counter() - t0
         pending = x
         yield RoundEvent(
-            round=r, drafted=[], q_x=[], p_x=[], uniforms=[], accept_mask=[], n_accepted=0,
-            emitted=[y], kinds=["target"], draft_s=0.0, verify_s=verify_s,
-            prefill_s=prefill_s if r == 0 else 0.0, p_top=_top(p.view(1, -1), topk), q_top=[],
-            gamma=0, greedy=sampling.greedy,
+            round=r,
+            drafted=[],
+            q_x=[],
+            p_x=[],
+            uniforms=[],
+            accept_mask=[],
+            n_accepted=0,
+            emitted=[y],
+            kinds=["target"],
+            draft_s=0.0,
+            verify_s=verify_s,
+            prefill_s=prefill_s if r == 0 else 0.0,
+            p_top=_top(p.view(1, -1), topk),
+            q_top=[],
+            gamma=0,
+            greedy=sampling.greedy,
         )
         if y in stops:
             return
@@ -322,13 +343,22 @@ def speculative(
     dev = target.device
     context = min(target.max_seq_len, drafter.max_seq_len)
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(dev)
-    return _stepwise_inference(_speculative_body(
-        target, drafter, ids, max_new_tokens, gamma, sampling, dsamp, seed, set(stop_tokens), topk))
+    return _stepwise_inference(
+        _speculative_body(target, drafter, ids, max_new_tokens, gamma, sampling, dsamp, seed, set(stop_tokens), topk)
+    )
 
 
 def _speculative_body(
-    target: DecoderLM, drafter: Drafter, ids: torch.Tensor, max_new_tokens: int, gamma: int,
-    sampling: SamplingConfig, dsamp: SamplingConfig, seed: int | None, stops: set[int], topk: int,
+    target: DecoderLM,
+    drafter: Drafter,
+    ids: torch.Tensor,
+    max_new_tokens: int,
+    gamma: int,
+    sampling: SamplingConfig,
+    dsamp: SamplingConfig,
+    seed: int | None,
+    stops: set[int],
+    topk: int,
 ) -> Iterator[RoundEvent]:
     """The speculative loop (arguments already validated)."""
     dev = target.device
@@ -371,15 +401,27 @@ def _speculative_body(
                 emitted, kinds = emitted[: j + 1], kinds[: j + 1]
                 break
         pending = torch.tensor([y], dtype=torch.long, device=dev)
-        committed[n_committed:n_committed + len(emitted)] = torch.tensor(emitted, dtype=torch.long, device=dev)
+        committed[n_committed : n_committed + len(emitted)] = torch.tensor(emitted, dtype=torch.long, device=dev)
         n_committed += len(emitted)
         produced += len(emitted)
         drafter.commit(n, y)
         yield RoundEvent(
-            round=r, drafted=drafted.tolist(), q_x=verdict.q_x, p_x=verdict.p_x, uniforms=verdict.uniforms,
-            accept_mask=verdict.accept_mask, n_accepted=n, emitted=emitted, kinds=kinds,
-            draft_s=t1 - t0, verify_s=t2 - t1, prefill_s=prefill_s if r == 0 else 0.0,
-            p_top=_top(p, topk), q_top=_top(q, topk), gamma=gamma, greedy=sampling.greedy,
+            round=r,
+            drafted=drafted.tolist(),
+            q_x=verdict.q_x,
+            p_x=verdict.p_x,
+            uniforms=verdict.uniforms,
+            accept_mask=verdict.accept_mask,
+            n_accepted=n,
+            emitted=emitted,
+            kinds=kinds,
+            draft_s=t1 - t0,
+            verify_s=t2 - t1,
+            prefill_s=prefill_s if r == 0 else 0.0,
+            p_top=_top(p, topk),
+            q_top=_top(q, topk),
+            gamma=gamma,
+            greedy=sampling.greedy,
         )
         r += 1
         if any(t in stops for t in emitted):

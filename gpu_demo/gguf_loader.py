@@ -217,7 +217,7 @@ class SmolLM2:
     """The loaded target: model, tokenizer and chat metadata."""
 
     model: Llama
-    tokenizer: "object"  # tokenizers.Tokenizer
+    tokenizer: object  # tokenizers.Tokenizer
     chat_template: str
     eos_token_id: int
     bos_token_id: int

@@ -22,7 +22,7 @@ LICENSE_NOTE = "the models' own licenses apply (see each model card)"
 
 
 class HFUnavailable(ValueError):
-    """transformers is missing or a model cannot be loaded; the message says what to do (a ValueError, so the CLI shows it)."""
+    """transformers is missing or a model cannot be loaded; the message says what to do (a ValueError for the CLI)."""
 
 
 class TokenizerMismatch(ValueError):
@@ -110,11 +110,16 @@ class HFCausalLM:
         if self._cache is None or (B != self._batch and self._len == 0):
             self.reset(B)
         if self._len + T > self.max_seq_len:
-            raise ValueError(f"sequence would reach {self._len + T} positions; this model's context is {self.max_seq_len}")
+            raise ValueError(
+                f"sequence would reach {self._len + T} positions; this model's context is {self.max_seq_len}"
+            )
         pos = torch.arange(self._len, self._len + T, device=idx.device)
         out = self.model(
-            input_ids=idx, past_key_values=self._cache, use_cache=True,
-            position_ids=pos[None].expand(B, T), cache_position=pos,
+            input_ids=idx,
+            past_key_values=self._cache,
+            use_cache=True,
+            position_ids=pos[None].expand(B, T),
+            cache_position=pos,
         )
         self._len += T
         return out.logits[..., : self.vocab_size].float()  # (B, T, V_shared)
@@ -140,8 +145,14 @@ def pick_dtype(device: torch.device, dtype: str | torch.dtype | None = None) -> 
         return dtype
     if dtype in (None, "auto"):
         return torch.bfloat16 if device.type == "cuda" else torch.float32
-    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-             "float16": torch.float16, "fp16": torch.float16}
+    table = {
+        "float32": torch.float32,
+        "fp32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "bf16": torch.bfloat16,
+        "float16": torch.float16,
+        "fp16": torch.float16,
+    }
     if dtype not in table:
         raise ValueError(f"dtype must be one of {sorted(table)} or 'auto'; got {dtype!r}")
     return table[dtype]
@@ -161,11 +172,18 @@ def _load_model(transformers, name: str, device: torch.device, dtype: torch.dtyp
     return model.to(device).eval().requires_grad_(False)
 
 
-def load_hf_pair(target: str, draft: str, device: str | torch.device = "auto", dtype: str | torch.dtype | None = None,
-                 max_seq_len: int | None = None) -> HFPair:
+def load_hf_pair(
+    target: str,
+    draft: str,
+    device: str | torch.device = "auto",
+    dtype: str | torch.dtype | None = None,
+    max_seq_len: int | None = None,
+) -> HFPair:
     """Load a target and a draft (local paths or hub ids) that share a tokenizer, for gpu_demo's decoder."""
     transformers = require_transformers()
-    dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device))
+    dev = torch.device(
+        "cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device)
+    )
     dt = pick_dtype(dev, dtype)
     try:
         t_tok = transformers.AutoTokenizer.from_pretrained(target, trust_remote_code=False)
@@ -202,7 +220,7 @@ class HFTokenizer:
         """Token ids of text, without added special tokens."""
         return list(self.tok.encode(text, add_special_tokens=False))
 
-    def decode(self, ids: "list[int] | tuple[int, ...]") -> str:
+    def decode(self, ids: list[int] | tuple[int, ...]) -> str:
         """Text of ids."""
         return self.tok.decode(list(ids))
 
@@ -211,8 +229,13 @@ class HFTokenizer:
         return self.tok.decode([int(token_id)])
 
 
-def load_pair(device: torch.device, target: str | None = None, draft: str | None = None,
-              dtype: str | torch.dtype | None = None, max_len: int | None = None):
+def load_pair(
+    device: torch.device,
+    target: str | None = None,
+    draft: str | None = None,
+    dtype: str | torch.dtype | None = None,
+    max_len: int | None = None,
+):
     """Registry loader for pair 'hf': target and draft ids/paths come from the command line or config only."""
     from gpu_demo.decode import ModelDrafter
     from gpu_demo.pairs import Pair
@@ -222,9 +245,19 @@ def load_pair(device: torch.device, target: str | None = None, draft: str | None
     pair = load_hf_pair(target, draft, device=device, dtype=dtype, max_seq_len=max_len)
     eos = pair.tokenizer.eos_token_id
     info = {
-        "target": target, "draft": draft, "dtype": str(pair.dtype).replace("torch.", ""),
-        "vocab": pair.vocab_size, "context": pair.target.max_seq_len, "license": LICENSE_NOTE,
+        "target": target,
+        "draft": draft,
+        "dtype": str(pair.dtype).replace("torch.", ""),
+        "vocab": pair.vocab_size,
+        "context": pair.target.max_seq_len,
+        "license": LICENSE_NOTE,
         "stop_tokens": [eos] if eos is not None else [],
     }
-    return Pair("hf", pair.target, ModelDrafter(pair.draft, f"HF draft {draft}"),
-                HFTokenizer(pair.tokenizer, pair.vocab_size), torch.device(device), info)
+    return Pair(
+        "hf",
+        pair.target,
+        ModelDrafter(pair.draft, f"HF draft {draft}"),
+        HFTokenizer(pair.tokenizer, pair.vocab_size),
+        torch.device(device),
+        info,
+    )

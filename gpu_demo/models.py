@@ -93,7 +93,7 @@ class Tokenizer(Protocol):
         """Token ids for text."""
         ...
 
-    def decode(self, ids: "list[int] | tuple[int, ...]") -> str:
+    def decode(self, ids: list[int] | tuple[int, ...]) -> str:
         """Text for token ids."""
         ...
 
@@ -130,14 +130,19 @@ class CharTokenizer:
         parts, chars, i = [], sorted(self.chars), 0
         while i < len(chars):
             j = i
-            while j + 1 < len(chars) and ord(chars[j + 1]) == ord(chars[j]) + 1 and chars[j + 1].isalnum() and chars[j].isalnum():
+            while (
+                j + 1 < len(chars)
+                and ord(chars[j + 1]) == ord(chars[j]) + 1
+                and chars[j + 1].isalnum()
+                and chars[j].isalnum()
+            ):
                 j += 1
-            parts.append(f"{chars[i]}-{chars[j]}" if j - i >= 2 else "".join(chars[i:j + 1]))
+            parts.append(f"{chars[i]}-{chars[j]}" if j - i >= 2 else "".join(chars[i : j + 1]))
             i = j + 1
         named = [names[c] for c in self.chars if c in names]
         return " ".join(named + [p for p in parts if p not in names])
 
-    def decode(self, ids: "list[int] | tuple[int, ...]") -> str:
+    def decode(self, ids: list[int] | tuple[int, ...]) -> str:
         """Concatenated characters of ids."""
         return "".join(self.chars[i] for i in ids)
 
@@ -162,7 +167,7 @@ class CharConfig:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "CharConfig":
+    def from_json(cls, text: str) -> CharConfig:
         """Inverse of :meth:`to_json`."""
         return cls(**json.loads(text))
 
@@ -222,7 +227,11 @@ class Block(nn.Module):
         return self._finish(x, y)
 
     def forward_cached(
-        self, x: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, start: int,
+        self,
+        x: torch.Tensor,
+        k_cache: torch.Tensor,
+        v_cache: torch.Tensor,
+        start: int,
         mask: torch.Tensor | None,
     ) -> torch.Tensor:
         """Write this block's k, v at positions start..start+T-1 of the cache, attend over 0..start+T-1."""
@@ -274,10 +283,7 @@ class CharTransformer(CacheCursor, nn.Module):
     def reset(self, batch_size: int = 1) -> None:
         """Empty the cache; (re)allocate (B, nh, max_seq_len, hs) buffers per layer when B or dtype changes."""
         w = self.tok_emb.weight
-        need = (
-            not self._k or self._batch != batch_size
-            or self._k[0].device != w.device or self._k[0].dtype != w.dtype
-        )
+        need = not self._k or self._batch != batch_size or self._k[0].device != w.device or self._k[0].dtype != w.dtype
         if need:
             hs = self.cfg.d_model // self.cfg.n_head
             shape = (batch_size, self.cfg.n_head, self.max_seq_len, hs)
@@ -296,10 +302,8 @@ class CharTransformer(CacheCursor, nn.Module):
             if start:
                 raise ValueError("batch size changed with a non-empty cache; call reset() first")
         if start + T > self.max_seq_len:
-            raise ValueError(
-                f"sequence would reach {start + T} positions; this model's context is {self.max_seq_len}"
-            )
-        x = self.tok_emb(idx) + self.pos_emb.weight[start:start + T]  # (B, T, d)
+            raise ValueError(f"sequence would reach {start + T} positions; this model's context is {self.max_seq_len}")
+        x = self.tok_emb(idx) + self.pos_emb.weight[start : start + T]  # (B, T, d)
         mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
         for blk, kc, vc in zip(self.blocks, self._k, self._v):
             x = blk.forward_cached(x, kc, vc, start, mask)
@@ -371,7 +375,7 @@ class WindowMLP(CacheCursor, nn.Module):
         )
 
     def fold(self) -> None:
-        """Precompute fc1 per window slot: table[i, x] = W1[:, iE:(i+1)E] e(x) (+ b1 in slot 0): layer 1 is a gather-sum.
+        """Per window slot, table[i, x] = W1[:, iE:(i+1)E] e(x) (+ b1 in slot 0): layer 1 is a gather-sum.
 
         Exact algebra (b1 + sum_i W1_i e(x_i) = sum_i table[i, x_i]); used by the cached inference path only.
         """
@@ -404,15 +408,13 @@ class WindowMLP(CacheCursor, nn.Module):
             self.reset(B)
         start, W = self._len, self.cfg.window
         if start + T > self.max_seq_len:
-            raise ValueError(
-                f"sequence would reach {start + T} positions; this model's context is {self.max_seq_len}"
-            )
-        self._buf[:, W + start:W + start + T] = idx
+            raise ValueError(f"sequence would reach {start + T} positions; this model's context is {self.max_seq_len}")
+        self._buf[:, W + start : W + start + T] = idx
         self._len = start + T
         if T == 1:
-            windows = self._buf[:, start + 1:start + 1 + W].unsqueeze(1)  # (B, 1, W)
+            windows = self._buf[:, start + 1 : start + 1 + W].unsqueeze(1)  # (B, 1, W)
         else:
-            windows = self._buf[:, start + 1:start + T + W].unfold(1, W, 1)  # (B, T, W)
+            windows = self._buf[:, start + 1 : start + T + W].unfold(1, W, 1)  # (B, T, W)
         return self._logits(windows, folded=True)
 
     def forward_train(self, idx: torch.Tensor) -> torch.Tensor:
@@ -423,7 +425,7 @@ class WindowMLP(CacheCursor, nn.Module):
         return self._logits(windows)
 
 
-def save_char_model(model: "CharTransformer | WindowMLP", directory: Path, name: str, meta: dict) -> None:
+def save_char_model(model: CharTransformer | WindowMLP, directory: Path, name: str, meta: dict) -> None:
     """Write <name>.safetensors (weights only, never pickle) and <name>.json (config + metadata)."""
     from safetensors.torch import save_file
 
@@ -437,7 +439,7 @@ def save_char_model(model: "CharTransformer | WindowMLP", directory: Path, name:
 
 def load_char_model(
     directory: Path, name: str, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
-) -> tuple["CharTransformer | WindowMLP | ExpertSumLM", dict]:
+) -> tuple[CharTransformer | WindowMLP | ExpertSumLM, dict]:
     """Read <name>.json and <name>.safetensors into an eval-mode model; returns (model, metadata)."""
     from safetensors.torch import load_file
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -213,7 +213,7 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
             if i >= 3 and spent + 4 * last > sweep_budget / 2:   # the next pass takes up to ~2x the last
                 break
             inputs[t] = torch.randn(t, shape.hidden, device=dev, dtype=dtype)  # (T, d)
-            samples[t] = time_call(lambda: run_stack(inputs[t], weights, shape), dev, 1)
+            samples[t] = time_call(lambda t=t: run_stack(inputs[t], weights, shape), dev, 1)
             yield ProbeEvent(0.12 + 0.4 * (i + 1) / len(counts), f"T = {t}: {samples[t][0] * 1e3:.2f} ms (first pass)")
         # Round-robin repeats over every T in a shuffled order, so that load from other processes and
         # the wake-up after a long pass hit all T alike.
@@ -222,7 +222,7 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
         round_s = sum(v[0] for v in samples.values())
         while rounds < max_rounds and (rounds < 3 or time.perf_counter() - sweep_start + round_s < sweep_budget):
             for t in rng.permutation(list(samples)).tolist():
-                samples[t].append(timed_once(lambda: run_stack(inputs[t], weights, shape), dev))
+                samples[t].append(timed_once(lambda t=t: run_stack(inputs[t], weights, shape), dev))
             rounds += 1
             left = max(sweep_budget - (time.perf_counter() - sweep_start), 0.0)
             yield ProbeEvent(min(0.52 + 0.45 * (1 - left / sweep_budget), 0.97),

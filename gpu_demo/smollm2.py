@@ -28,7 +28,7 @@ class SmolTokenizer:
         """Byte-level BPE ids (any text is representable; special tokens such as <|im_start|> are recognised)."""
         return self.tk.encode(text).ids
 
-    def decode(self, ids: "list[int] | tuple[int, ...]") -> str:
+    def decode(self, ids: list[int] | tuple[int, ...]) -> str:
         """Text of ids, special tokens included."""
         return self.tk.decode(list(ids), skip_special_tokens=False)
 

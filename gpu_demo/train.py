@@ -18,7 +18,13 @@ import torch.nn.functional as F
 from gpu_demo.corpus import ASSETS, load_books, train_val_split
 from gpu_demo.distill import distill, lr_cosine
 from gpu_demo.models import (
-    CharConfig, CharTransformer, ExpertSumLM, WindowConfig, WindowMLP, load_char_model, save_char_model,
+    CharConfig,
+    CharTransformer,
+    ExpertSumLM,
+    WindowConfig,
+    WindowMLP,
+    load_char_model,
+    save_char_model,
 )
 
 
@@ -73,7 +79,7 @@ class CharVocab:
         self.index = {ch: i for i, ch in enumerate(chars)}
 
     @classmethod
-    def from_text(cls, text: str) -> "CharVocab":
+    def from_text(cls, text: str) -> CharVocab:
         """Vocabulary of every character occurring in text, sorted by code point."""
         return cls("".join(sorted(set(text))))
 
@@ -115,18 +121,20 @@ def random_batch(data: torch.Tensor, shape: tuple[int, int], gen: torch.Generato
 
 
 @torch.no_grad()
-def held_out_loss(model: CharTransformer | WindowMLP | ExpertSumLM, data: torch.Tensor, seq_len: int, max_chars: int | None = None) -> float:
+def held_out_loss(
+    model: CharTransformer | WindowMLP | ExpertSumLM, data: torch.Tensor, seq_len: int, max_chars: int | None = None
+) -> float:
     """Mean cross-entropy in nats/char over consecutive non-overlapping windows of the held-out text."""
     model.eval()
     n = data.numel() - 1 if max_chars is None else min(data.numel() - 1, max_chars)
     n_win = n // seq_len
     x = data[: n_win * seq_len].view(n_win, seq_len)
-    y = data[1: n_win * seq_len + 1].view(n_win, seq_len)
+    y = data[1 : n_win * seq_len + 1].view(n_win, seq_len)
     total, count = 0.0, 0
     for i in range(0, n_win, 32):
-        logits = model.forward_train(x[i:i + 32])  # (b, L, V)
-        total += F.cross_entropy(logits.flatten(0, 1), y[i:i + 32].flatten(), reduction="sum").item()
-        count += y[i:i + 32].numel()
+        logits = model.forward_train(x[i : i + 32])  # (b, L, V)
+        total += F.cross_entropy(logits.flatten(0, 1), y[i : i + 32].flatten(), reduction="sum").item()
+        count += y[i : i + 32].numel()
     model.train()
     if isinstance(model, ExpertSumLM):
         model.expert.eval()
@@ -134,9 +142,16 @@ def held_out_loss(model: CharTransformer | WindowMLP | ExpertSumLM, data: torch.
 
 
 def train_one(
-    name: str, vocab: CharVocab, train_ids: torch.Tensor, val_ids: torch.Tensor, seed: int,
-    out_dir: Path = ASSETS, steps: int | None = None, checkpoint_dir: Path | None = None,
-    stop_after: int | None = None, distill_steps: int | None = None,
+    name: str,
+    vocab: CharVocab,
+    train_ids: torch.Tensor,
+    val_ids: torch.Tensor,
+    seed: int,
+    out_dir: Path = ASSETS,
+    steps: int | None = None,
+    checkpoint_dir: Path | None = None,
+    stop_after: int | None = None,
+    distill_steps: int | None = None,
 ) -> dict:
     """Train preset `name` from `seed`, save weights + metadata, return the metadata.
 
@@ -155,8 +170,10 @@ def train_one(
     if distill_steps is not None:
         tcfg = TrainConfig(**{**asdict(tcfg), "distill_steps": distill_steps})
     if teacher_name and tcfg.distill_steps and not (out_dir / f"{teacher_name}.json").exists():
-        raise ValueError(f"{name!r} is distilled on {teacher_name!r}, which is not in {out_dir}: train it first "
-                         f"(python -m gpu_demo train --which {teacher_name}) or copy it there")
+        raise ValueError(
+            f"{name!r} is distilled on {teacher_name!r}, which is not in {out_dir}: train it first "
+            f"(python -m gpu_demo train --which {teacher_name}) or copy it there"
+        )
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = build_model(len(vocab.chars), arch)
@@ -172,7 +189,8 @@ def train_one(
     no_decay = [p for n, p in trained.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": tcfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=tcfg.lr, betas=(0.9, 0.99),
+        lr=tcfg.lr,
+        betas=(0.9, 0.99),
     )
     log: list[dict] = []
     t0 = time.perf_counter()
@@ -192,12 +210,22 @@ def train_one(
         bar.set_postfix(loss=f"{ema:.3f}")
         if (step + 1) % tcfg.eval_every == 0 or step + 1 == n_run:
             val = held_out_loss(model, val_ids, tcfg.seq_len, max_chars=tcfg.eval_batches * 32 * tcfg.seq_len)
-            log.append({"step": step + 1, "train_loss_ema": round(ema, 4), "val_loss_sample": round(val, 4),
-                        "elapsed_s": round(time.perf_counter() - t0, 1)})
+            log.append(
+                {
+                    "step": step + 1,
+                    "train_loss_ema": round(ema, 4),
+                    "val_loss_sample": round(val, 4),
+                    "elapsed_s": round(time.perf_counter() - t0, 1),
+                }
+            )
             bar.write(f"[{name}] step {step + 1}: train {ema:.4f}  held-out(sample) {val:.4f} nats/char")
             if step + 1 < n_run and checkpoint_dir is not None:  # a partial model, overwritten at the end
-                save_char_model(trained, checkpoint_dir, f"{name}.partial", {"name": name, "vocab": vocab.chars,
-                                "partial_step": step + 1, "log": log, "expert": expert_name})
+                save_char_model(
+                    trained,
+                    checkpoint_dir,
+                    f"{name}.partial",
+                    {"name": name, "vocab": vocab.chars, "partial_step": step + 1, "log": log, "expert": expert_name},
+                )
     final_val = held_out_loss(model, val_ids, tcfg.seq_len)
     distilled = None
     if teacher_name and tcfg.distill_steps and n_run == tcfg.steps:
@@ -205,11 +233,19 @@ def train_one(
         distilled["held_out_nats_per_char_before"] = round(final_val, 4)
         final_val = held_out_loss(model, val_ids, tcfg.seq_len)
     meta = {
-        "name": name, "vocab": vocab.chars, "seed": seed, "train": asdict(tcfg),
-        "steps_run": n_run, "stopped_early": n_run < tcfg.steps,
-        "params": model.num_params(), "held_out_nats_per_char": round(final_val, 4), "expert": expert_name,
-        "final_train_loss_ema": round(ema or float("nan"), 4), "log": log,
-        "train_seconds": round(time.perf_counter() - t0, 1), "threads": torch.get_num_threads(),
+        "name": name,
+        "vocab": vocab.chars,
+        "seed": seed,
+        "train": asdict(tcfg),
+        "steps_run": n_run,
+        "stopped_early": n_run < tcfg.steps,
+        "params": model.num_params(),
+        "held_out_nats_per_char": round(final_val, 4),
+        "expert": expert_name,
+        "final_train_loss_ema": round(ema or float("nan"), 4),
+        "log": log,
+        "train_seconds": round(time.perf_counter() - t0, 1),
+        "threads": torch.get_num_threads(),
         "corpus": "assets/austen.txt.xz (see assets/CORPUS.md); held out: the last 5% of each novel",
         "distill": distilled,
     }
@@ -220,8 +256,15 @@ def train_one(
 
 
 def _distill_phase(
-    student: CharTransformer | WindowMLP, teacher_name: str, vocab: CharVocab, train_ids: torch.Tensor,
-    val_ids: torch.Tensor, tcfg: TrainConfig, gen: torch.Generator, out_dir: Path, name: str,
+    student: CharTransformer | WindowMLP,
+    teacher_name: str,
+    vocab: CharVocab,
+    train_ids: torch.Tensor,
+    val_ids: torch.Tensor,
+    tcfg: TrainConfig,
+    gen: torch.Generator,
+    out_dir: Path,
+    name: str,
 ) -> dict:
     """Second phase: distil `student` on the saved teacher's laws (gpu_demo.distill); returns its metadata."""
     teacher, tmeta = load_char_model(out_dir, teacher_name)
@@ -230,18 +273,37 @@ def _distill_phase(
     teacher.requires_grad_(False)
     val_windows = random_batch(val_ids, (16, tcfg.seq_len), torch.Generator().manual_seed(0))[0]  # (16, L)
     log = distill(
-        student, teacher, lambda step: random_batch(train_ids, (tcfg.batch_size, tcfg.seq_len), gen)[0],
-        tcfg.distill_steps, tcfg.distill_lr, tcfg.distill_ce_weight, val_windows, desc=f"distil {name}",
+        student,
+        teacher,
+        lambda step: random_batch(train_ids, (tcfg.batch_size, tcfg.seq_len), gen)[0],
+        tcfg.distill_steps,
+        tcfg.distill_lr,
+        tcfg.distill_ce_weight,
+        val_windows,
+        desc=f"distil {name}",
     )
-    return {"teacher": teacher_name, "steps": tcfg.distill_steps, "lr": tcfg.distill_lr,
-            "ce_weight": tcfg.distill_ce_weight, "loss": "TV(p, q) + ce_weight * H(p, q) at T = 1",
-            "held_out_alpha_t1_before": log[0]["held_out_alpha_t1"],
-            "held_out_alpha_t1": log[-1]["held_out_alpha_t1"], "log": log}
+    return {
+        "teacher": teacher_name,
+        "steps": tcfg.distill_steps,
+        "lr": tcfg.distill_lr,
+        "ce_weight": tcfg.distill_ce_weight,
+        "loss": "TV(p, q) + ce_weight * H(p, q) at T = 1",
+        "held_out_alpha_t1_before": log[0]["held_out_alpha_t1"],
+        "held_out_alpha_t1": log[-1]["held_out_alpha_t1"],
+        "log": log,
+    }
 
 
-def main(which: list[str], seed: int = 1234, out_dir: Path = ASSETS, steps: int | None = None,
-         threads: int | None = None, stop_after: int | None = None, checkpoint_dir: Path | None = None,
-         distill_steps: int | None = None) -> None:
+def main(
+    which: list[str],
+    seed: int = 1234,
+    out_dir: Path = ASSETS,
+    steps: int | None = None,
+    threads: int | None = None,
+    stop_after: int | None = None,
+    checkpoint_dir: Path | None = None,
+    distill_steps: int | None = None,
+) -> None:
     """Train the requested presets ('target', 'draft') in order."""
     if threads:
         torch.set_num_threads(threads)
@@ -250,5 +312,15 @@ def main(which: list[str], seed: int = 1234, out_dir: Path = ASSETS, steps: int 
     vocab = CharVocab.from_text(train_text + val_text)
     train_ids, val_ids = vocab.encode_tensor(train_text), vocab.encode_tensor(val_text)
     for name in sorted(which, key=TRAIN_ORDER.index):  # the target builds on the trained expert
-        train_one(name, vocab, train_ids, val_ids, seed + list(PRESETS).index(name), out_dir, steps,
-                  checkpoint_dir, stop_after, distill_steps)
+        train_one(
+            name,
+            vocab,
+            train_ids,
+            val_ids,
+            seed + list(PRESETS).index(name),
+            out_dir,
+            steps,
+            checkpoint_dir,
+            stop_after,
+            distill_steps,
+        )

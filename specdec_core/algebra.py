@@ -7,7 +7,7 @@ pass costs ``v``, both in units of one ordinary target decode step.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -267,7 +267,9 @@ def implied_alpha(s: float, gamma: int, c: float, v: float = 1.0) -> float | Non
     return _solve_alpha(min(max(target, 1.0), g + 1.0), g)
 
 
-def reported_vs_predicted(alpha: float, gamma: int, c: float, reported: float, v: float = 1.0) -> dict[str, float | None]:
+def reported_vs_predicted(
+    alpha: float, gamma: int, c: float, reported: float, v: float = 1.0
+) -> dict[str, float | None]:
     """Formula speedup at (alpha, gamma, c, v), ratio = reported / predicted, gap = ratio - 1, and the c >= 0
     that reproduces the report (None if even c = 0 falls short)."""
     pred = float(speedup(alpha, gamma, c, v))
@@ -275,13 +277,19 @@ def reported_vs_predicted(alpha: float, gamma: int, c: float, reported: float, v
     return {"predicted": pred, "ratio": ratio, "gap": ratio - 1.0, "implied_c": implied_c(alpha, gamma, reported, v)}
 
 
-def seed_table(
-    rows: Sequence[tuple[float, float]], v: float = 1.0, max_gamma: int = 16
-) -> list[dict[str, float]]:
+def seed_table(rows: Sequence[tuple[float, float]], v: float = 1.0, max_gamma: int = 16) -> list[dict[str, float]]:
     """For each (alpha, c): the best integer gamma in 0..max_gamma, its E[N], cost and speedup."""
     out = []
     for alpha, c in rows:
         g, s = best_gamma(alpha, c, v, max_gamma)
-        out.append({"alpha": float(alpha), "c": float(c), "gamma": g,
-                    "tokens": float(expected_tokens(alpha, g)), "cost": float(step_cost(g, c, v)), "speedup": s})
+        out.append(
+            {
+                "alpha": float(alpha),
+                "c": float(c),
+                "gamma": g,
+                "tokens": float(expected_tokens(alpha, g)),
+                "cost": float(step_cost(g, c, v)),
+                "speedup": s,
+            }
+        )
     return out

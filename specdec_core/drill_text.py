@@ -6,12 +6,12 @@ Every number in the text is computed by ``specdec_core`` from the drill's inputs
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup, step_cost
-from specdec_core.rejection import accepted_mass, acceptance_rate, total_variation
+from specdec_core.rejection import acceptance_rate, accepted_mass, total_variation
 from specdec_core.roofline import HARDWARE, MODE_LABELS, crossover_batch, flops_per_weight_byte, ridge
 
 
@@ -32,20 +32,27 @@ def break_even_of(d: dict) -> float:
 FORMULAS: dict[str, str] = {
     "tokens": r"\mathbb{E}[N] = \frac{1-\alpha^{\gamma+1}}{1-\alpha}",
     "speedup": r"\text{speedup} = \frac{\mathbb{E}[N]}{\gamma c + v}",
-    "best_gamma": r"\gamma^* = \arg\max_{\gamma \in \{0,1,\dots\}} \frac{1-\alpha^{\gamma+1}}{(1-\alpha)(\gamma c + v)}",
+    "best_gamma": (
+        r"\gamma^* = \arg\max_{\gamma \in \{0,1,\dots\}} \frac{1-\alpha^{\gamma+1}}{(1-\alpha)(\gamma c + v)}"
+    ),
     "break_even": r"\frac{1-\alpha^{\gamma+1}}{1-\alpha} = \gamma c + v",
-    "crossover": r"B^\times = \frac{\text{ridge}}{k\,(\gamma+1)},\quad \text{ridge} = \frac{\text{peak FLOP/s}}{\text{bytes/s}}",
+    "crossover": (
+        r"B^\times = \frac{\text{ridge}}{k\,(\gamma+1)},\quad"
+        r" \text{ridge} = \frac{\text{peak FLOP/s}}{\text{bytes/s}}"
+    ),
     "alpha_pq": r"\alpha = \sum_x \min(p(x), q(x)) = 1 - \tfrac12 \sum_x |p(x) - q(x)|",
     "compare": r"\text{speedup} = \frac{(1-\alpha^{\gamma+1})/(1-\alpha)}{\gamma c + v}",
 }
-
 
 
 # ------------------------------------------------------------- solutions ----
 def _tokens_lines(a: float, g: int) -> list[str]:
     power = a ** (g + 1)
     n = float(expected_tokens(a, g))
-    return [f"E[N]    = (1 - {a:g}^{g + 1}) / (1 - {a:g}) = (1 - {power:.4g}) / {round(1 - a, 6):g} = {n:.3f} tokens per pass"]
+    return [
+        f"E[N]    = (1 - {a:g}^{g + 1}) / (1 - {a:g}) = (1 - {power:.4g}) / {round(1 - a, 6):g}"
+        f" = {n:.3f} tokens per pass"
+    ]
 
 
 def _speedup_lines(cfg: dict, name: str = "") -> list[str]:
@@ -63,19 +70,24 @@ def _speedup_lines(cfg: dict, name: str = "") -> list[str]:
 
 def _sol_tokens(d: dict) -> list[str]:
     a, g = d["alpha"], d["gamma"]
-    terms = " + ".join(f"{a ** i:.4g}" for i in range(g + 1))
-    return [f"alpha = {a:g}, gamma = {g}", *_tokens_lines(a, g),
-            f"check: 1 + alpha + ... + alpha^{g} = {terms}",
-            f"sanity: at most gamma + 1 = {g + 1} (every draft kept, plus the bonus token)"]
+    terms = " + ".join(f"{a**i:.4g}" for i in range(g + 1))
+    return [
+        f"alpha = {a:g}, gamma = {g}",
+        *_tokens_lines(a, g),
+        f"check: 1 + alpha + ... + alpha^{g} = {terms}",
+        f"sanity: at most gamma + 1 = {g + 1} (every draft kept, plus the bonus token)",
+    ]
 
 
 def _sol_speedup(d: dict) -> list[str]:
     g, c, v = d["gamma"], d["c"], d["v"]
     cost = float(step_cost(g, c, v))
     floor = float(speedup(0.0, g, c, v))
-    return [*_speedup_lines(d),
-            f"sanity: alpha -> 0 gives 1 / {cost:.2f} = {floor:.2f}x" + (" (a slowdown)" if floor < 1 else ""),
-            f"        alpha -> 1 gives {g + 1} / {cost:.2f} = {float(speedup(1.0, g, c, v)):.2f}x (the gamma + 1 ceiling)"]
+    return [
+        *_speedup_lines(d),
+        f"sanity: alpha -> 0 gives 1 / {cost:.2f} = {floor:.2f}x" + (" (a slowdown)" if floor < 1 else ""),
+        f"        alpha -> 1 gives {g + 1} / {cost:.2f} = {float(speedup(1.0, g, c, v)):.2f}x (the gamma + 1 ceiling)",
+    ]
 
 
 def _sol_best_gamma(d: dict) -> list[str]:
@@ -83,22 +95,29 @@ def _sol_best_gamma(d: dict) -> list[str]:
     g_star, s_star = best_gamma(a, c, v, max_gamma=32)
     gammas = np.arange(max(0, g_star - 2), g_star + 3)
     s = np.asarray(speedup(a, gammas, c, v))
-    rows = [f"gamma = {int(g):2d}: E[N] = {float(expected_tokens(a, g)):.3f}, cost = {float(step_cost(g, c, v)):.2f}, "
-            f"speedup = {float(x):.3f}x" for g, x in zip(gammas, s)]
-    return [f"alpha = {a:g}, c = {c:g}, v = {v:g}; try integer draft lengths around the peak", *rows,
-            f"best gamma = {g_star} at {s_star:.2f}x: one more draft token adds alpha^(gamma+1) tokens "
-            f"but costs c = {c:g}"]
+    rows = [
+        f"gamma = {int(g):2d}: E[N] = {float(expected_tokens(a, g)):.3f}, cost = {float(step_cost(g, c, v)):.2f}, "
+        f"speedup = {float(x):.3f}x"
+        for g, x in zip(gammas, s)
+    ]
+    return [
+        f"alpha = {a:g}, c = {c:g}, v = {v:g}; try integer draft lengths around the peak",
+        *rows,
+        f"best gamma = {g_star} at {s_star:.2f}x: one more draft token adds alpha^(gamma+1) tokens but costs c = {c:g}",
+    ]
 
 
 def _sol_break_even(d: dict) -> list[str]:
     g, c, v = d["gamma"], d["c"], d["v"]
     cost = float(step_cost(g, c, v))
     a = break_even_of(d)
-    return [f"gamma = {g}, c = {c:g}, v = {v:g}",
-            f"cost    = {g} x {c:g} + {v:g} = {cost:.2f} target steps per speculative step",
-            f"pays when E[N] > {cost:.2f}: solve (1 - alpha^{g + 1}) / (1 - alpha) = {cost:.2f}",
-            f"E[N] rises with alpha (1 at alpha = 0, {g + 1} at alpha = 1), so bisect: alpha = {a:.3f}",
-            f"check: E[N]({a:.3f}) = {float(expected_tokens(a, g)):.3f}, speedup = {float(speedup(a, g, c, v)):.3f}x"]
+    return [
+        f"gamma = {g}, c = {c:g}, v = {v:g}",
+        f"cost    = {g} x {c:g} + {v:g} = {cost:.2f} target steps per speculative step",
+        f"pays when E[N] > {cost:.2f}: solve (1 - alpha^{g + 1}) / (1 - alpha) = {cost:.2f}",
+        f"E[N] rises with alpha (1 at alpha = 0, {g + 1} at alpha = 1), so bisect: alpha = {a:.3f}",
+        f"check: E[N]({a:.3f}) = {float(expected_tokens(a, g)):.3f}, speedup = {float(speedup(a, g, c, v)):.3f}x",
+    ]
 
 
 def _sol_crossover(d: dict) -> list[str]:
@@ -107,36 +126,47 @@ def _sol_crossover(d: dict) -> list[str]:
     r = ridge(hw, mode)
     b = float(crossover_batch(hw, g, mode))
     prec = "FP8" if mode == "fp8" else "BF16"
-    return [f"{d['hardware']}, {MODE_LABELS[mode]}, gamma = {g}",
-            f"ridge   = {hw.peak_flops(mode) / 1e12:g} TFLOP/s / {hw.bandwidth_tbs:g} TB/s = {r:.0f} FLOP per byte"
-            f" ({prec} peak)",
-            f"verify  = {k:g} x B x (gamma + 1) = {k * (g + 1):g} B FLOP per byte",
-            f"          ({k:g} FLOP per weight byte per token; weight-dominated linear layers)",
-            f"cross   = {r:.0f} / {k * (g + 1):g} = {b:.1f}",
-            "above this batch verification is compute-bound",
-            "(a roofline crossover, not a measured speedup boundary)"]
+    return [
+        f"{d['hardware']}, {MODE_LABELS[mode]}, gamma = {g}",
+        f"ridge   = {hw.peak_flops(mode) / 1e12:g} TFLOP/s / {hw.bandwidth_tbs:g} TB/s = {r:.0f} FLOP per byte"
+        f" ({prec} peak)",
+        f"verify  = {k:g} x B x (gamma + 1) = {k * (g + 1):g} B FLOP per byte",
+        f"          ({k:g} FLOP per weight byte per token; weight-dominated linear layers)",
+        f"cross   = {r:.0f} / {k * (g + 1):g} = {b:.1f}",
+        "above this batch verification is compute-bound",
+        "(a roofline crossover, not a measured speedup boundary)",
+    ]
 
 
 def _sol_alpha_pq(d: dict) -> list[str]:
     mins = accepted_mass(d["p"], d["q"])
     tv = float(total_variation(d["p"], d["q"]))
     alpha = float(acceptance_rate(d["p"], d["q"]))
-    return [f"p = {d['p']}, q = {d['q']}",
-            f"min(p, q) = [{', '.join(f'{x:g}' for x in mins)}]",
-            f"alpha     = {' + '.join(f'{x:g}' for x in mins)} = {alpha:.2f}",
-            f"check: TV = 1/2 x sum |p - q| = {tv:.2f}, and 1 - TV = {1 - tv:.2f}"]
+    return [
+        f"p = {d['p']}, q = {d['q']}",
+        f"min(p, q) = [{', '.join(f'{x:g}' for x in mins)}]",
+        f"alpha     = {' + '.join(f'{x:g}' for x in mins)} = {alpha:.2f}",
+        f"check: TV = 1/2 x sum |p - q| = {tv:.2f}, and 1 - TV = {1 - tv:.2f}",
+    ]
 
 
 def _sol_compare(d: dict) -> list[str]:
     sa, sb = speedup_of(d["A"]), speedup_of(d["B"])
     win = "A" if sa > sb else "B"
-    return [*_speedup_lines(d["A"], "A"), *_speedup_lines(d["B"], "B"),
-            f"{win} is faster: {max(sa, sb):.2f}x against {min(sa, sb):.2f}x"]
+    return [
+        *_speedup_lines(d["A"], "A"),
+        *_speedup_lines(d["B"], "B"),
+        f"{win} is faster: {max(sa, sb):.2f}x against {min(sa, sb):.2f}x",
+    ]
 
 
 SOLUTIONS: dict[str, Callable[[dict], list[str]]] = {
-    "tokens": _sol_tokens, "speedup": _sol_speedup, "best_gamma": _sol_best_gamma,
-    "break_even": _sol_break_even, "crossover": _sol_crossover, "alpha_pq": _sol_alpha_pq,
+    "tokens": _sol_tokens,
+    "speedup": _sol_speedup,
+    "best_gamma": _sol_best_gamma,
+    "break_even": _sol_break_even,
+    "crossover": _sol_crossover,
+    "alpha_pq": _sol_alpha_pq,
     "compare": _sol_compare,
 }
 
@@ -149,20 +179,27 @@ def _cfg_text(cfg: dict) -> str:
 def prompt(kind: str, d: dict) -> str:
     """The question, in words, with the inputs spelled out."""
     if kind == "tokens":
-        return (f"A draft proposes gamma = {d['gamma']} tokens, each accepted with probability "
-                f"alpha = {d['alpha']:g}. How many tokens does one target pass emit on average, E[N]?")
+        return (
+            f"A draft proposes gamma = {d['gamma']} tokens, each accepted with probability "
+            f"alpha = {d['alpha']:g}. How many tokens does one target pass emit on average, E[N]?"
+        )
     if kind == "speedup":
         return f"With {_cfg_text(d)}, what is the modelled speedup over plain decoding?"
     if kind == "best_gamma":
-        return (f"alpha = {d['alpha']:g}, a draft token costs c = {d['c']:g} target steps and verification "
-                f"v = {d['v']:g}. Which integer draft length gamma (0 to 32) gives the highest speedup?")
+        return (
+            f"alpha = {d['alpha']:g}, a draft token costs c = {d['c']:g} target steps and verification "
+            f"v = {d['v']:g}. Which integer draft length gamma (0 to 32) gives the highest speedup?"
+        )
     if kind == "break_even":
-        return (f"gamma = {d['gamma']}, c = {d['c']:g}, v = {d['v']:g}. Below which acceptance alpha does "
-                f"speculation become a slowdown (the break-even alpha, where the speedup is exactly 1)?")
+        return (
+            f"gamma = {d['gamma']}, c = {d['c']:g}, v = {d['v']:g}. Below which acceptance alpha does "
+            f"speculation become a slowdown (the break-even alpha, where the speedup is exactly 1)?"
+        )
     if kind == "crossover":
-        return (f"On {d['hardware']} with {MODE_LABELS[d['mode']]} and gamma = {d['gamma']}, at which batch B does the "
-                f"verification pass reach the roofline ridge (weight-dominated linear layers)?")
+        return (
+            f"On {d['hardware']} with {MODE_LABELS[d['mode']]} and gamma = {d['gamma']}, at which batch B does the "
+            f"verification pass reach the roofline ridge (weight-dominated linear layers)?"
+        )
     if kind == "alpha_pq":
         return f"Target p = {d['p']}, draft q = {d['q']}. What is the acceptance rate alpha?"
     return f"Which is faster? A: {_cfg_text(d['A'])}. B: {_cfg_text(d['B'])}. Answer A or B."
-

@@ -91,40 +91,55 @@ CHECKLIST: tuple[ChecklistItem, ...] = (
         "When the target accepts every drafted token it has already computed its own distribution for "
         "the next position, so it adds one more token for free. A perfect draft therefore yields "
         "gamma + 1 tokens per target pass, and every pass yields at least one.",
-        Link("views/algebra.py", {"alpha": "1.0", "gamma": "3", "c": "0.1", "v": "1.0"},
-             "Algebra at alpha = 1: E[N] = gamma + 1"),
+        Link(
+            "views/algebra.py",
+            {"alpha": "1.0", "gamma": "3", "c": "0.1", "v": "1.0"},
+            "Algebra at alpha = 1: E[N] = gamma + 1",
+        ),
     ),
     ChecklistItem(
         "After a rejection, resample from (p - q)+, not from p",
         "The accepted draft tokens already supply min(p, q) of the probability at each token, so a "
         "correction must only add the mass that is still missing. Drawing the correction from p "
         "counts the overlap twice and over-weights the tokens where the draft is too eager (q > p).",
-        Link("views/proof.py", {"preset": "q_sharper", "mistake": "resample_p"},
-             "Proof: a sharp draft, and the resample-from-p mistake beside the correct rule"),
+        Link(
+            "views/proof.py",
+            {"preset": "q_sharper", "mistake": "resample_p"},
+            "Proof: a sharp draft, and the resample-from-p mistake beside the correct rule",
+        ),
     ),
     ChecklistItem(
         "alpha = 1 - TV(p, q), said without being asked",
         "The chance a draft token survives is the overlap of the two laws, the sum over tokens of "
         "min(p, q), which is one minus their total-variation distance. It is the cleanest way to say "
         "why a better-aligned draft speeds things up, and it needs no sampling to compute.",
-        Link("views/proof.py", {"preset": "custom", "p": "0.5,0.3,0.2", "q": "0.2,0.3,0.5"},
-             "Proof: the overlap of p and q is alpha, and 1 - alpha is TV"),
+        Link(
+            "views/proof.py",
+            {"preset": "custom", "p": "0.5,0.3,0.2", "q": "0.2,0.3,0.5"},
+            "Proof: the overlap of p and q is alpha, and 1 - alpha is TV",
+        ),
     ),
     ChecklistItem(
         "The gamma c cost term, and a batch size attached to any speedup",
         "Drafting is not free: each of the gamma draft tokens costs c target steps and verification "
         "costs v, so the speedup is E[N] / (gamma c + v). A speedup measured at batch 1 says little "
         "at batch 128, where verification stops riding on idle compute and v grows.",
-        Link("views/roofline.py", {"hw": "H100 SXM", "mode": "bf16", "gamma": "3", "batch": "128"},
-             "Roofline: H100 BF16 past the crossover batch"),
+        Link(
+            "views/roofline.py",
+            {"hw": "H100 SXM", "mode": "bf16", "gamma": "3", "batch": "128"},
+            "Roofline: H100 BF16 past the crossover batch",
+        ),
     ),
     ChecklistItem(
         "Greedy decoding is argmax matching, with the same algebra",
         "At temperature 0 both laws are one-hot, so a draft token is kept exactly when it equals the "
         "target's argmax and the correction is the target's argmax. Acceptance is then the "
         "probability of agreement, and E[N] and the speedup follow from the same formulas.",
-        Link("views/proof.py", {"preset": "logits", "seed": "1", "tT": "0", "dT": "0"},
-             "Proof at temperature 0: one-hot laws whose argmaxes differ, so alpha = 0 (seed 0: they agree, alpha = 1)"),
+        Link(
+            "views/proof.py",
+            {"preset": "logits", "seed": "1", "tT": "0", "dT": "0"},
+            "Proof at temperature 0: one-hot laws whose argmaxes differ, so alpha = 0 (seed 0: they agree, alpha = 1)",
+        ),
     ),
 )
 
@@ -132,107 +147,182 @@ CHECKLIST: tuple[ChecklistItem, ...] = (
 # ---------------------------------------------------- concept questions ----
 CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
     ConceptQuestion(
-        "resample", "resampling from p",
+        "resample",
+        "resampling from p",
         "The target rejects the draft token at some position. What should the replacement token be drawn from?",
         (
-            Option("The target law p, since the output must follow p", False,
-                   "The accepted tokens already contributed min(p, q) at each token; adding a full draw "
-                   "from p gives tokens with q > p more than p(x) in total, so the output is biased."),
-            Option("The normalised residual (p - q)+ / ||(p - q)+||", True,
-                   "Accepted mass min(p, q) plus rejected mass (1 - alpha) times the residual is "
-                   "exactly p at every token."),
-            Option("The draft law q, with the draft's own sampling settings", False,
-                   "That is the law that was just rejected; the output would drift towards the draft."),
-            Option("The argmax of p", False,
-                   "That is right only at temperature 0; under sampling it removes all diversity from "
-                   "corrections and changes the law."),
+            Option(
+                "The target law p, since the output must follow p",
+                False,
+                "The accepted tokens already contributed min(p, q) at each token; adding a full draw "
+                "from p gives tokens with q > p more than p(x) in total, so the output is biased.",
+            ),
+            Option(
+                "The normalised residual (p - q)+ / ||(p - q)+||",
+                True,
+                "Accepted mass min(p, q) plus rejected mass (1 - alpha) times the residual is "
+                "exactly p at every token.",
+            ),
+            Option(
+                "The draft law q, with the draft's own sampling settings",
+                False,
+                "That is the law that was just rejected; the output would drift towards the draft.",
+            ),
+            Option(
+                "The argmax of p",
+                False,
+                "That is right only at temperature 0; under sampling it removes all diversity from "
+                "corrections and changes the law.",
+            ),
         ),
     ),
     ConceptQuestion(
-        "logits", "verifying against raw logits",
+        "logits",
+        "verifying against raw logits",
         "A request asks for temperature 0.7 and top-p 0.9. Which p belongs in the acceptance ratio min(1, p/q)?",
         (
-            Option("softmax of the raw target logits (temperature 1, no truncation)", False,
-                   "That silently verifies against a different law: the output then follows the "
-                   "untempered, untruncated target, not what the user asked for."),
-            Option("The target's probabilities after temperature and top-p, renormalised over the "
-                   "same vocabulary as q", True,
-                   "p must be the requested law and q the law that actually generated the draft token, "
-                   "both normalised over one vocabulary."),
-            Option("The truncated probabilities without renormalising", False,
-                   "Unnormalised p scales every ratio by a constant, so acceptance and the residual "
-                   "are both wrong and the emitted law is not p."),
-            Option("Any of these: the rejection step corrects the difference", False,
-                   "The rejection step makes the output follow whatever p you put in the ratio, so the "
-                   "wrong p gives the wrong law, exactly."),
+            Option(
+                "softmax of the raw target logits (temperature 1, no truncation)",
+                False,
+                "That silently verifies against a different law: the output then follows the "
+                "untempered, untruncated target, not what the user asked for.",
+            ),
+            Option(
+                "The target's probabilities after temperature and top-p, renormalised over the same vocabulary as q",
+                True,
+                "p must be the requested law and q the law that actually generated the draft token, "
+                "both normalised over one vocabulary.",
+            ),
+            Option(
+                "The truncated probabilities without renormalising",
+                False,
+                "Unnormalised p scales every ratio by a constant, so acceptance and the residual "
+                "are both wrong and the emitted law is not p.",
+            ),
+            Option(
+                "Any of these: the rejection step corrects the difference",
+                False,
+                "The rejection step makes the output follow whatever p you put in the ratio, so the "
+                "wrong p gives the wrong law, exactly.",
+            ),
         ),
     ),
     ConceptQuestion(
-        "rollback", "rolling back KV and grammar state",
+        "rollback",
+        "rolling back KV and grammar state",
         "The draft proposed 5 tokens and the target accepted 2. What must happen before the next step?",
         (
-            Option("Nothing: the next step overwrites the stale entries", False,
-                   "Unless the cache length is reset, attention still reads the rejected positions, and "
-                   "a grammar parser has already advanced past tokens that were never emitted."),
-            Option("Roll back only the draft's KV cache; the target verified, so its cache is right", False,
-                   "Verification wrote target KV entries for all 5 drafted positions; 3 of them are for "
-                   "rejected tokens."),
-            Option("Roll both KV caches and any grammar or parser state back to the accepted prefix, "
-                   "then append the correction", True,
-                   "Every piece of state that advanced on a rejected token must return to the accepted "
-                   "prefix, or the next step conditions on text the user never sees."),
-            Option("Recompute both caches from scratch", False,
-                   "Correct but wasteful: a recompute throws away the speedup. Truncating to the "
-                   "accepted length gives the same state."),
+            Option(
+                "Nothing: the next step overwrites the stale entries",
+                False,
+                "Unless the cache length is reset, attention still reads the rejected positions, and "
+                "a grammar parser has already advanced past tokens that were never emitted.",
+            ),
+            Option(
+                "Roll back only the draft's KV cache; the target verified, so its cache is right",
+                False,
+                "Verification wrote target KV entries for all 5 drafted positions; 3 of them are for rejected tokens.",
+            ),
+            Option(
+                "Roll both KV caches and any grammar or parser state back to the accepted prefix, "
+                "then append the correction",
+                True,
+                "Every piece of state that advanced on a rejected token must return to the accepted "
+                "prefix, or the next step conditions on text the user never sees.",
+            ),
+            Option(
+                "Recompute both caches from scratch",
+                False,
+                "Correct but wasteful: a recompute throws away the speedup. Truncating to the "
+                "accepted length gives the same state.",
+            ),
         ),
     ),
     ConceptQuestion(
-        "bad_draft", "a terrible draft",
+        "bad_draft",
+        "a terrible draft",
         "Your draft is terrible: alpha is close to 0. What happens to the output?",
         (
-            Option("It degrades towards the draft's quality", False,
-                   "Accept-or-resample makes the emitted law exactly p whatever q is; the draft only "
-                   "changes how fast tokens come."),
-            Option("Decoding stalls, because no draft token is ever accepted", False,
-                   "Every step emits at least one token from the target: the correction at the first "
-                   "rejection (or the bonus token)."),
-            Option("It is still exactly the target's distribution, but each step costs gamma c + v "
-                   "for about one token, so it is slower than plain decoding", True,
-                   "A bad draft costs time, never correctness: at alpha = 0 the speedup is 1 / (gamma c + v)."),
-            Option("Nothing changes: the speedup cannot fall below 1", False,
-                   "Drafting and verification cost time whether or not anything is accepted, so the "
-                   "speedup falls below 1."),
+            Option(
+                "It degrades towards the draft's quality",
+                False,
+                "Accept-or-resample makes the emitted law exactly p whatever q is; the draft only "
+                "changes how fast tokens come.",
+            ),
+            Option(
+                "Decoding stalls, because no draft token is ever accepted",
+                False,
+                "Every step emits at least one token from the target: the correction at the first "
+                "rejection (or the bonus token).",
+            ),
+            Option(
+                "It is still exactly the target's distribution, but each step costs gamma c + v "
+                "for about one token, so it is slower than plain decoding",
+                True,
+                "A bad draft costs time, never correctness: at alpha = 0 the speedup is 1 / (gamma c + v).",
+            ),
+            Option(
+                "Nothing changes: the speedup cannot fall below 1",
+                False,
+                "Drafting and verification cost time whether or not anything is accepted, so the "
+                "speedup falls below 1.",
+            ),
         ),
     ),
     ConceptQuestion(
-        "batch", "speculation fading with batch",
+        "batch",
+        "speculation fading with batch",
         "Why does the speedup from speculation shrink as the serving batch grows?",
         (
-            Option("Acceptance falls when requests share a batch", False,
-                   "alpha depends on how well q matches p for each request, not on who else is in the batch."),
-            Option("Verification intensity B (gamma + 1) reaches the ridge: the extra tokens stop "
-                   "riding on idle compute and start costing real time", True,
-                   "At small batch a decode step is bandwidth-bound and compute is idle; once "
-                   "B (gamma + 1) passes the ridge, v grows with gamma + 1."),
-            Option("KV caches cannot be rolled back in a batch", False,
-                   "Rollback is per request and works at any batch size; it is not what limits the gain."),
-            Option("The draft model cannot be batched", False,
-                   "Drafts batch as well as targets do; the limit is the target's compute, not the draft."),
+            Option(
+                "Acceptance falls when requests share a batch",
+                False,
+                "alpha depends on how well q matches p for each request, not on who else is in the batch.",
+            ),
+            Option(
+                "Verification intensity B (gamma + 1) reaches the ridge: the extra tokens stop "
+                "riding on idle compute and start costing real time",
+                True,
+                "At small batch a decode step is bandwidth-bound and compute is idle; once "
+                "B (gamma + 1) passes the ridge, v grows with gamma + 1.",
+            ),
+            Option(
+                "KV caches cannot be rolled back in a batch",
+                False,
+                "Rollback is per request and works at any batch size; it is not what limits the gain.",
+            ),
+            Option(
+                "The draft model cannot be batched",
+                False,
+                "Drafts batch as well as targets do; the limit is the target's compute, not the draft.",
+            ),
         ),
     ),
     ConceptQuestion(
-        "ceiling", "the gamma + 1 ceiling",
+        "ceiling",
+        "the gamma + 1 ceiling",
         "With a perfect draft (alpha = 1) and gamma = 4, how many tokens does one target pass emit?",
         (
-            Option("4, one per drafted token", False,
-                   "This forgets the bonus token: the target has already scored the position after the "
-                   "last draft token."),
-            Option("5: four accepted draft tokens plus the target's bonus token", True,
-                   "E[N] = (1 - alpha^(gamma+1)) / (1 - alpha) tends to gamma + 1 as alpha -> 1."),
-            Option("Unbounded: with alpha = 1 the draft can run ahead forever", False,
-                   "gamma is fixed per step; the target verifies gamma tokens per pass."),
-            Option("1, because the target must still sample its own token", False,
-                   "That is the floor at alpha = 0, not the ceiling."),
+            Option(
+                "4, one per drafted token",
+                False,
+                "This forgets the bonus token: the target has already scored the position after the last draft token.",
+            ),
+            Option(
+                "5: four accepted draft tokens plus the target's bonus token",
+                True,
+                "E[N] = (1 - alpha^(gamma+1)) / (1 - alpha) tends to gamma + 1 as alpha -> 1.",
+            ),
+            Option(
+                "Unbounded: with alpha = 1 the draft can run ahead forever",
+                False,
+                "gamma is fixed per step; the target verifies gamma tokens per pass.",
+            ),
+            Option(
+                "1, because the target must still sample its own token",
+                False,
+                "That is the floor at alpha = 0, not the ceiling.",
+            ),
         ),
     ),
 )
@@ -240,36 +330,57 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
 
 # ----------------------------------------------------------- flashcards ----
 FLASHCARDS: tuple[Flashcard, ...] = (
-    Flashcard("Expected tokens per target pass (constant alpha)",
-              r"\mathbb{E}[N] = \frac{1-\alpha^{\gamma+1}}{1-\alpha} = 1 + \alpha + \dots + \alpha^{\gamma}",
-              "gamma + 1 at alpha = 1 (the bonus token), 1 at alpha = 0."),
-    Flashcard("Expected tokens per pass, acceptance varying by position",
-              r"\mathbb{E}[N] = 1 + \sum_{i=1}^{\gamma} \prod_{j=1}^{i} \alpha_j",
-              "alpha_j is conditional on every earlier position being accepted."),
-    Flashcard("Modelled speedup",
-              r"\text{speedup} = \frac{\mathbb{E}[N]}{\gamma c + v}",
-              "c and v in target decode steps; v = 1 is an assumption, measure it at your batch."),
-    Flashcard("Acceptance rule for a draft token x ~ q",
-              r"\Pr[\text{accept } x] = \min\!\left(1, \frac{p(x)}{q(x)}\right)",
-              "p and q are the laws actually used, after temperature and truncation."),
-    Flashcard("Residual law used after a rejection",
-              r"r(x) = \frac{(p(x) - q(x))_+}{\sum_y (p(y) - q(y))_+}",
-              "Empty when p = q: then nothing is ever rejected, so no division by zero is needed."),
-    Flashcard("Why the output is exactly p",
-              r"\min(p, q)(x) + (1-\alpha)\, r(x) = \min(p,q)(x) + (p-q)_+(x) = p(x)",
-              "The rejected mass 1 - alpha equals the residual mass."),
-    Flashcard("Acceptance rate from p and q",
-              r"\alpha = \sum_x \min(p(x), q(x)) = 1 - \mathrm{TV}(p, q)",
-              "TV = half the L1 distance between the two laws."),
-    Flashcard("Raising alpha: distil the draft on the target",
-              r"\min_q\; \mathbb{E}_{\text{context}}\big[\mathrm{TV}(p, q)\big] \;\Longleftrightarrow\; \max_q\; \mathbb{E}[\alpha]",
-              "Train q on the target's own laws, not on text (DistillSpec); this app's built-in draft was distilled so."),
-    Flashcard("Roofline ridge",
-              r"I^* = \frac{\text{peak FLOP/s}}{\text{memory bytes/s}}",
-              "H100 SXM BF16: 989 / 3.35 = 295 FLOP per byte (dense peaks)."),
-    Flashcard("Verification intensity and crossover batch",
-              r"I = k\,B\,(\gamma+1),\qquad B^\times = \frac{I^*}{k\,(\gamma+1)}",
-              "k = 1 in BF16; k = 2 with 8-bit weights (FP8, or W8A16 at the BF16 ridge, which halves B)."),
+    Flashcard(
+        "Expected tokens per target pass (constant alpha)",
+        r"\mathbb{E}[N] = \frac{1-\alpha^{\gamma+1}}{1-\alpha} = 1 + \alpha + \dots + \alpha^{\gamma}",
+        "gamma + 1 at alpha = 1 (the bonus token), 1 at alpha = 0.",
+    ),
+    Flashcard(
+        "Expected tokens per pass, acceptance varying by position",
+        r"\mathbb{E}[N] = 1 + \sum_{i=1}^{\gamma} \prod_{j=1}^{i} \alpha_j",
+        "alpha_j is conditional on every earlier position being accepted.",
+    ),
+    Flashcard(
+        "Modelled speedup",
+        r"\text{speedup} = \frac{\mathbb{E}[N]}{\gamma c + v}",
+        "c and v in target decode steps; v = 1 is an assumption, measure it at your batch.",
+    ),
+    Flashcard(
+        "Acceptance rule for a draft token x ~ q",
+        r"\Pr[\text{accept } x] = \min\!\left(1, \frac{p(x)}{q(x)}\right)",
+        "p and q are the laws actually used, after temperature and truncation.",
+    ),
+    Flashcard(
+        "Residual law used after a rejection",
+        r"r(x) = \frac{(p(x) - q(x))_+}{\sum_y (p(y) - q(y))_+}",
+        "Empty when p = q: then nothing is ever rejected, so no division by zero is needed.",
+    ),
+    Flashcard(
+        "Why the output is exactly p",
+        r"\min(p, q)(x) + (1-\alpha)\, r(x) = \min(p,q)(x) + (p-q)_+(x) = p(x)",
+        "The rejected mass 1 - alpha equals the residual mass.",
+    ),
+    Flashcard(
+        "Acceptance rate from p and q",
+        r"\alpha = \sum_x \min(p(x), q(x)) = 1 - \mathrm{TV}(p, q)",
+        "TV = half the L1 distance between the two laws.",
+    ),
+    Flashcard(
+        "Raising alpha: distil the draft on the target",
+        r"\min_q\; \mathbb{E}_{\text{context}}\big[\mathrm{TV}(p, q)\big]"
+        r" \;\Longleftrightarrow\; \max_q\; \mathbb{E}[\alpha]",
+        "Train q on the target's own laws, not on text (DistillSpec); this app's built-in draft was distilled so.",
+    ),
+    Flashcard(
+        "Roofline ridge",
+        r"I^* = \frac{\text{peak FLOP/s}}{\text{memory bytes/s}}",
+        "H100 SXM BF16: 989 / 3.35 = 295 FLOP per byte (dense peaks).",
+    ),
+    Flashcard(
+        "Verification intensity and crossover batch",
+        r"I = k\,B\,(\gamma+1),\qquad B^\times = \frac{I^*}{k\,(\gamma+1)}",
+        "k = 1 in BF16; k = 2 with 8-bit weights (FP8, or W8A16 at the BF16 ridge, which halves B).",
+    ),
 )
 
 
@@ -302,59 +413,97 @@ PRACTICE_SECONDS = 30
 
 # ---------------------------------------------------------- walkthrough ----
 WALKTHROUGH: tuple[WalkStep, ...] = (
-    WalkStep("The idea in one paragraph", 1, Link("views/home.py"),
-             "Why can the target check several draft tokens for about the price of one?",
-             "At small batch a decode step spends its time reading weights from memory; scoring gamma + 1 "
-             "positions reuses the same weight read, so the extra arithmetic rides on idle compute."),
-    WalkStep("The seed's worked case", 2,
-             Link("views/algebra.py", {"alpha": "0.7", "gamma": "3", "c": "0.1", "v": "1.0"}),
-             "Predict E[N] and the speedup at alpha = 0.7, gamma = 3, c = 0.1, v = 1.",
-             "E[N] = {tokens:.3f} tokens per pass and a speedup of {speedup:.2f}x.",
-             ("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0})),
-    WalkStep("The ceiling", 1,
-             Link("views/algebra.py", {"alpha": "1.0", "gamma": "3", "c": "0.1", "v": "1.0"}),
-             "With a perfect draft, what speedup does the same configuration reach?",
-             "E[N] = {tokens:.0f} = gamma + 1 (the bonus token), so {speedup:.2f}x: the ceiling.",
-             ("speedup", {"alpha": 1.0, "gamma": 3, "c": 0.1, "v": 1.0})),
-    WalkStep("Verification is not free", 2,
-             Link("views/algebra.py", {"alpha": "0.8", "gamma": "4", "c": "0.05", "v": "3.5"}),
-             "alpha = 0.8, gamma = 4, c = 0.05, but verification costs v = 3.5 target steps. Faster or slower?",
-             "E[N] = {tokens:.4f}, cost {cost:.1f}, so {speedup:.2f}x: a slowdown at the same acceptance.",
-             ("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 3.5})),
-    WalkStep("Choosing gamma", 1,
-             Link("views/algebra.py", {"alpha": "0.75", "gamma": "7", "c": "0.015", "v": "1.0"}),
-             "Leviathan et al. used gamma = 7 at alpha = 0.75 with c about 0.015. Is 7 the best integer gamma?",
-             "Not quite: gamma = {best_gamma} gives {best_speedup:.2f}x against {speedup:.2f}x at 7; the curve is flat near its peak.",
-             ("best_gamma", {"alpha": 0.75, "gamma": 7, "c": 0.015, "v": 1.0})),
-    WalkStep("Acceptance is overlap", 1,
-             Link("views/proof.py", {"preset": "custom", "p": "0.5,0.3,0.2", "q": "0.2,0.3,0.5"}),
-             "Before looking at the numbers: what is the chance a draft token is accepted, in terms of p and q?",
-             "alpha = sum over tokens of min(p, q) = 1 - TV(p, q); for example p = [0.5, 0.3, 0.2], "
-             "q = [0.2, 0.3, 0.5] gives alpha = {alpha:.2f}.",
-             ("alpha", {"p": [0.5, 0.3, 0.2], "q": [0.2, 0.3, 0.5]})),
-    WalkStep("The tempting mistake", 2, Link("views/proof.py", {"preset": "q_sharper", "mistake": "resample_p"}),
-             "If the correction is drawn from p instead of (p - q)+, which tokens come out too often?",
-             "Those where q > p: they are accepted at rate p already, then receive extra mass from the "
-             "p-resample. The emitted law is no longer p."),
-    WalkStep("Where it breaks: the roofline", 2,
-             Link("views/roofline.py", {"hw": "H100 SXM", "mode": "bf16", "gamma": "3"}),
-             "On an H100 SXM in BF16 with gamma = 3, at which batch does verification reach the ridge?",
-             "B = ridge / (gamma + 1) = {crossover:.1f}, about 74: beyond it, extra draft tokens cost real compute.",
-             ("crossover", {"hw": "H100 SXM", "gamma": 3, "mode": "bf16"})),
-    WalkStep("Precision moves the crossover", 1,
-             Link("views/roofline.py", {"hw": "H100 SXM", "mode": "w8a16", "gamma": "3"}),
-             "Now store weights in 8 bits but compute in BF16. Does the crossover batch go up, down or stay?",
-             "It halves, to {crossover:.1f}: each weight byte now feeds 2 FLOPs per token, but the ridge is "
-             "still the BF16 one. Native FP8 doubles the ridge too, so it stays near 74.",
-             ("crossover", {"hw": "H100 SXM", "gamma": 3, "mode": "w8a16"})),
-    WalkStep("A real pair, decoding", 1, Link("views/live.py"),
-             "Each round ends with exactly one token from the target. When is it a correction, and when a bonus token?",
-             "A correction when some draft token is rejected: it is drawn from (p - q)+ at that position. A bonus "
-             "when all gamma drafts survive: it is drawn from p at the position after them, which the target "
-             "scored in the same pass."),
-    WalkStep("Drill yourself", 1, Link("views/interview.py", {"part": "Drills"}),
-             "Answer one numeric drill without the app's help, then check the worked solution.",
-             "The drills are graded within 1% (or 0.005); a miss shows the worked solution."),
+    WalkStep(
+        "The idea in one paragraph",
+        1,
+        Link("views/home.py"),
+        "Why can the target check several draft tokens for about the price of one?",
+        "At small batch a decode step spends its time reading weights from memory; scoring gamma + 1 "
+        "positions reuses the same weight read, so the extra arithmetic rides on idle compute.",
+    ),
+    WalkStep(
+        "The seed's worked case",
+        2,
+        Link("views/algebra.py", {"alpha": "0.7", "gamma": "3", "c": "0.1", "v": "1.0"}),
+        "Predict E[N] and the speedup at alpha = 0.7, gamma = 3, c = 0.1, v = 1.",
+        "E[N] = {tokens:.3f} tokens per pass and a speedup of {speedup:.2f}x.",
+        ("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0}),
+    ),
+    WalkStep(
+        "The ceiling",
+        1,
+        Link("views/algebra.py", {"alpha": "1.0", "gamma": "3", "c": "0.1", "v": "1.0"}),
+        "With a perfect draft, what speedup does the same configuration reach?",
+        "E[N] = {tokens:.0f} = gamma + 1 (the bonus token), so {speedup:.2f}x: the ceiling.",
+        ("speedup", {"alpha": 1.0, "gamma": 3, "c": 0.1, "v": 1.0}),
+    ),
+    WalkStep(
+        "Verification is not free",
+        2,
+        Link("views/algebra.py", {"alpha": "0.8", "gamma": "4", "c": "0.05", "v": "3.5"}),
+        "alpha = 0.8, gamma = 4, c = 0.05, but verification costs v = 3.5 target steps. Faster or slower?",
+        "E[N] = {tokens:.4f}, cost {cost:.1f}, so {speedup:.2f}x: a slowdown at the same acceptance.",
+        ("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 3.5}),
+    ),
+    WalkStep(
+        "Choosing gamma",
+        1,
+        Link("views/algebra.py", {"alpha": "0.75", "gamma": "7", "c": "0.015", "v": "1.0"}),
+        "Leviathan et al. used gamma = 7 at alpha = 0.75 with c about 0.015. Is 7 the best integer gamma?",
+        "Not quite: gamma = {best_gamma} gives {best_speedup:.2f}x against {speedup:.2f}x at 7;"
+        " the curve is flat near its peak.",
+        ("best_gamma", {"alpha": 0.75, "gamma": 7, "c": 0.015, "v": 1.0}),
+    ),
+    WalkStep(
+        "Acceptance is overlap",
+        1,
+        Link("views/proof.py", {"preset": "custom", "p": "0.5,0.3,0.2", "q": "0.2,0.3,0.5"}),
+        "Before looking at the numbers: what is the chance a draft token is accepted, in terms of p and q?",
+        "alpha = sum over tokens of min(p, q) = 1 - TV(p, q); for example p = [0.5, 0.3, 0.2], "
+        "q = [0.2, 0.3, 0.5] gives alpha = {alpha:.2f}.",
+        ("alpha", {"p": [0.5, 0.3, 0.2], "q": [0.2, 0.3, 0.5]}),
+    ),
+    WalkStep(
+        "The tempting mistake",
+        2,
+        Link("views/proof.py", {"preset": "q_sharper", "mistake": "resample_p"}),
+        "If the correction is drawn from p instead of (p - q)+, which tokens come out too often?",
+        "Those where q > p: they are accepted at rate p already, then receive extra mass from the "
+        "p-resample. The emitted law is no longer p.",
+    ),
+    WalkStep(
+        "Where it breaks: the roofline",
+        2,
+        Link("views/roofline.py", {"hw": "H100 SXM", "mode": "bf16", "gamma": "3"}),
+        "On an H100 SXM in BF16 with gamma = 3, at which batch does verification reach the ridge?",
+        "B = ridge / (gamma + 1) = {crossover:.1f}, about 74: beyond it, extra draft tokens cost real compute.",
+        ("crossover", {"hw": "H100 SXM", "gamma": 3, "mode": "bf16"}),
+    ),
+    WalkStep(
+        "Precision moves the crossover",
+        1,
+        Link("views/roofline.py", {"hw": "H100 SXM", "mode": "w8a16", "gamma": "3"}),
+        "Now store weights in 8 bits but compute in BF16. Does the crossover batch go up, down or stay?",
+        "It halves, to {crossover:.1f}: each weight byte now feeds 2 FLOPs per token, but the ridge is "
+        "still the BF16 one. Native FP8 doubles the ridge too, so it stays near 74.",
+        ("crossover", {"hw": "H100 SXM", "gamma": 3, "mode": "w8a16"}),
+    ),
+    WalkStep(
+        "A real pair, decoding",
+        1,
+        Link("views/live.py"),
+        "Each round ends with exactly one token from the target. When is it a correction, and when a bonus token?",
+        "A correction when some draft token is rejected: it is drawn from (p - q)+ at that position. A bonus "
+        "when all gamma drafts survive: it is drawn from p at the position after them, which the target "
+        "scored in the same pass.",
+    ),
+    WalkStep(
+        "Drill yourself",
+        1,
+        Link("views/interview.py", {"part": "Drills"}),
+        "Answer one numeric drill without the app's help, then check the worked solution.",
+        "The drills are graded within 1% (or 0.005); a miss shows the worked solution.",
+    ),
 )
 
 

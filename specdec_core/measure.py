@@ -12,8 +12,8 @@ v = (verify seconds per round) / (baseline seconds per token), both in target de
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,7 +38,9 @@ def _seconds(x: Sequence[float], name: str) -> NDArray[np.float64]:
     return arr
 
 
-def positional_counts(drafted: Sequence[int], accepted: Sequence[int], gamma: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def positional_counts(
+    drafted: Sequence[int], accepted: Sequence[int], gamma: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """(reached_j, accepted_j) for j = 1..gamma: position j is reached when k >= j and n >= j - 1.
 
     Rounds are (k drafted, n accepted) with 0 <= n <= k; accepted_j counts reached rounds with n >= j.
@@ -154,12 +156,20 @@ def summarise(
     a_for_const = 0.0 if math.isnan(a_const) else a_const
     ok_costs = math.isfinite(c) and math.isfinite(v) and v > 0
     return Measured(
-        gamma=g, rounds=rounds, tokens=tokens, alphas=alphas, reached=reached, alpha_const=a_const,
+        gamma=g,
+        rounds=rounds,
+        tokens=tokens,
+        alphas=alphas,
+        reached=reached,
+        alpha_const=a_const,
         length_counts=accepted_length_counts(drafted, emitted, g),
         pmf_const=alg.accepted_length_pmf(a_for_const, g),
         pmf_positional=alg.accepted_length_pmf_positional(a_fill),
-        tokens_per_pass=tokens / rounds if rounds else math.nan, c=c, v=v,
-        spec_tokens_per_s=spec_tps, base_tokens_per_s=base_tps,
+        tokens_per_pass=tokens / rounds if rounds else math.nan,
+        c=c,
+        v=v,
+        spec_tokens_per_s=spec_tps,
+        base_tokens_per_s=base_tps,
         predicted_speedup=alg.speedup_positional(a_fill, c, v) if ok_costs else math.nan,
         predicted_speedup_const=float(alg.speedup(a_for_const, g, c, v)) if ok_costs else math.nan,
         measured_speedup=spec_tps / base_tps if math.isfinite(spec_tps) and math.isfinite(base_tps) else math.nan,

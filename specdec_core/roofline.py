@@ -14,8 +14,8 @@ Precision modes (the seed's "where it breaks"):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray

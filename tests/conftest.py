@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -82,7 +82,9 @@ def streamlit_url() -> Iterator[str]:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited early with code {proc.returncode}; see artifacts/streamlit-server.log")
+            raise RuntimeError(
+                f"streamlit exited early with code {proc.returncode}; see artifacts/streamlit-server.log"
+            )
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
                 if r.read().decode().strip() == "ok":
@@ -121,9 +123,16 @@ def browser():
         b = pw.chromium.launch(
             executable_path=exe,
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-dev-shm-usage",
+            ],
         )
         try:
             yield b

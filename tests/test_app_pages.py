@@ -11,7 +11,9 @@ def test_navigation_lists_all_six_pages():
     from pathlib import Path
 
     src = (Path(__file__).resolve().parents[1] / "app.py").read_text()
-    listed = {n.value for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Constant) and str(n.value).startswith("views/")}
+    listed = {
+        n.value for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Constant) and str(n.value).startswith("views/")
+    }
     assert listed == set(PAGES)
 
 

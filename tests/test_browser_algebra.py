@@ -1,9 +1,9 @@
 """Real-browser tests of the algebra page: a slider moved and a table cell edited in Chromium change the readouts."""
 
 import pytest
+from browser_helpers import assert_no_error, nudge_slider, open_page, screenshot, wait_for_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from browser_helpers import assert_no_error, nudge_slider, open_page, screenshot, wait_for_app
 from specdec_core.algebra import expected_tokens_positional, speedup
 
 pytestmark = pytest.mark.browser

@@ -1,7 +1,6 @@
 """Real-browser test: the home page shows its headline numbers and every page renders without error."""
 
 import pytest
-
 from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
 
 pytestmark = pytest.mark.browser

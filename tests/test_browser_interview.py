@@ -2,8 +2,8 @@
 mode hides the sidebar and enlarges the type."""
 
 import pytest
-
 from browser_helpers import assert_no_error, open_page, screenshot, type_number, wait_for_app
+
 from specdec_core import drills as dr
 
 pytestmark = pytest.mark.browser

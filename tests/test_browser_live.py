@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
 from live_support import ensure_builtin_assets
 

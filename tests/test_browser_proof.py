@@ -1,7 +1,6 @@
 """Real browser: the proof page opens with no error, shows its numbers and figures, and takes URL state."""
 
 import pytest
-
 from browser_helpers import assert_no_error, open_page, screenshot
 
 pytestmark = pytest.mark.browser

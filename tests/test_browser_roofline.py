@@ -1,7 +1,6 @@
 """Real-browser test: the roofline page renders its readouts, figures and the probe without error."""
 
 import pytest
-
 from browser_helpers import ARTIFACTS, assert_no_error, open_page, screenshot, wait_for_app
 
 pytestmark = pytest.mark.browser

@@ -158,7 +158,8 @@ def test_generated_drills_are_well_posed(seed):
     be = s["break_even"].answer()
     assert 0 < be < 1
     P = s["alpha_pq"].params
-    assert P["p"] != P["q"] and math.isclose(sum(P["p"]), 1, abs_tol=1e-12) and math.isclose(sum(P["q"]), 1, abs_tol=1e-12)
+    assert P["p"] != P["q"]
+    assert math.isclose(sum(P["p"]), 1, abs_tol=1e-12) and math.isclose(sum(P["q"]), 1, abs_tol=1e-12)
     a, b = (ref_speedup(**s["compare"].params[k]) for k in "AB")
     assert abs(a - b) >= 0.03 * max(a, b) - 1e-12
     g = s["best_gamma"].params
@@ -177,11 +178,14 @@ def _tol(answer: float) -> float:
     return max(0.01 * abs(answer), 0.005)
 
 
-@pytest.mark.parametrize("drill", [
-    dr.Drill("crossover", {"hardware": "B200", "gamma": 1, "mode": "bf16"}),   # 140.6: the 1 % branch
-    dr.Drill("break_even", {"gamma": 5, "c": 0.1, "v": 1.0}),                  # 0.334: the 0.005 branch
-    dr.Drill("tokens", {"alpha": 0.7, "gamma": 3}),                            # 2.533
-])
+@pytest.mark.parametrize(
+    "drill",
+    [
+        dr.Drill("crossover", {"hardware": "B200", "gamma": 1, "mode": "bf16"}),  # 140.6: the 1 % branch
+        dr.Drill("break_even", {"gamma": 5, "c": 0.1, "v": 1.0}),  # 0.334: the 0.005 branch
+        dr.Drill("tokens", {"alpha": 0.7, "gamma": 3}),  # 2.533
+    ],
+)
 def test_tolerance_at_its_edges(drill):
     ans = drill.answer()
     tol = _tol(ans)
@@ -192,12 +196,12 @@ def test_tolerance_at_its_edges(drill):
 
 
 def test_tolerance_branches_are_the_stated_ones():
-    big = dr.Drill("crossover", {"hardware": "B200", "gamma": 1, "mode": "bf16"})     # 2250 / 8 / 2 = 140.625
+    big = dr.Drill("crossover", {"hardware": "B200", "gamma": 1, "mode": "bf16"})  # 2250 / 8 / 2 = 140.625
     assert big.answer() == pytest.approx(140.625)
-    assert dr.grade(big, "142").correct              # 1.375 away: inside 1 % (1.406), far outside 0.005
+    assert dr.grade(big, "142").correct  # 1.375 away: inside 1 % (1.406), far outside 0.005
     assert not dr.grade(big, "142.1").correct
-    small = dr.Drill("break_even", {"gamma": 5, "c": 0.1, "v": 1.0})                   # 0.33426
-    assert dr.grade(small, "0.3385").correct         # 0.0042 away: outside 1 % (0.0033), inside 0.005
+    small = dr.Drill("break_even", {"gamma": 5, "c": 0.1, "v": 1.0})  # 0.33426
+    assert dr.grade(small, "0.3385").correct  # 0.0042 away: outside 1 % (0.0033), inside 0.005
     assert not dr.grade(small, "0.3395").correct
 
 
@@ -213,7 +217,7 @@ def test_seed_rounding_graded_as_expected():
     d = dr.Drill("tokens", {"alpha": 0.7, "gamma": 3})
     assert dr.grade(d, "2.53").correct
     assert dr.grade(d, " 2.533 ").correct
-    assert not dr.grade(d, "2.5").correct                 # 0.033 away, tolerance 0.025
+    assert not dr.grade(d, "2.5").correct  # 0.033 away, tolerance 0.025
     s = dr.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0})
     assert dr.grade(s, "1.95x").correct and dr.grade(s, "1.95 \u00d7").correct
 
@@ -274,8 +278,10 @@ def test_solutions_end_at_the_answer(seed):
         elif d.kind == "alpha_pq":
             assert f"= {ans:.2f}" in text and "1 - TV" in text
         else:
-            assert text.endswith(f"{ans} is faster: {max(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"
-                                 f" against {min(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x")
+            assert text.endswith(
+                f"{ans} is faster: {max(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"
+                f" against {min(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"
+            )
         assert d.formula().strip()
 
 
@@ -317,4 +323,4 @@ def test_flashcards_one_per_formula():
 
 def test_break_even_without_a_solution_says_so():
     with pytest.raises(ValueError, match="no alpha in \\[0, 1\\] breaks even"):
-        dr.Drill("break_even", {"gamma": 2, "c": 1.0, "v": 2.0}).answer()     # cost 4 > gamma + 1 = 3
+        dr.Drill("break_even", {"gamma": 2, "c": 1.0, "v": 2.0}).answer()  # cost 4 > gamma + 1 = 3

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from gpu_demo.__main__ import main
-
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

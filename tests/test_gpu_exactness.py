@@ -144,7 +144,9 @@ class RawQDrafter(Drafter):
     def begin(self, prompt: torch.Tensor) -> None:
         self.inner.begin(prompt)
 
-    def propose(self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None) -> Draft:
+    def propose(
+        self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None
+    ) -> Draft:
         d = self.inner.propose(context, gamma, sampling, generator)
         prev = torch.cat([context[-1:], d.tokens[:-1]])  # (k,) token each drafted position conditions on
         raw = logits_to_probs(self.table[prev], SamplingConfig(temperature=1.0))  # (k, V), no top-k

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from browser_helpers import open_page, screenshot, wait_for_app
 from live_support import ensure_builtin_assets
 
@@ -102,7 +101,9 @@ def test_interleaving_two_runs_on_one_model_breaks_them_and_the_queue_prevents_i
     prompts = ([1, 2, 3, 4], [9, 8, 7, 6, 5, 4, 3])
     want = [[t for e in autoregressive(target, p, 30, GREEDY) for t in e.emitted] for p in prompts]
     # Sequential (what the queue enforces): both equal plain greedy decoding.
-    seq = [[t for e in speculative(target, drafter, p, 30, gamma=3, sampling=GREEDY) for t in e.emitted] for p in prompts]
+    seq = [
+        [t for e in speculative(target, drafter, p, 30, gamma=3, sampling=GREEDY) for t in e.emitted] for p in prompts
+    ]
     assert seq == want
     # Negative control: the same two runs interleaved round by round on the shared model.
     # It either raises (a cache or inference-mode clash) or silently emits the wrong tokens.
@@ -144,9 +145,23 @@ def own_server():
     (ROOT / "artifacts").mkdir(exist_ok=True)
     log = open(ROOT / "artifacts" / "streamlit-concurrency.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -206,8 +221,10 @@ def test_five_sessions_share_one_model_without_interleaving(browser, own_server)
         assert pg.locator('[data-testid="stException"]').count() == 0
         assert pg.locator('[data-testid="stAlertContentError"]').count() == 0
         assert shown == reference  # the same greedy text as the lone run, in both columns
-    print(f"\nstreamlit server RSS: after one run {rss_one / 1024:.1f} MiB, after five simultaneous runs "
-          f"{rss_five / 1024:.1f} MiB (ratio {rss_five / rss_one:.3f})")
+    print(
+        f"\nstreamlit server RSS: after one run {rss_one / 1024:.1f} MiB, after five simultaneous runs "
+        f"{rss_five / 1024:.1f} MiB (ratio {rss_five / rss_one:.3f})"
+    )
     assert rss_five <= 1.2 * rss_one, (rss_one, rss_five)
     for c in contexts:
         c.close()

@@ -12,7 +12,6 @@ import json
 import math
 
 import pytest
-
 from live_support import ALPHABET, BAD_CHARS, ensure_builtin_assets
 
 ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side loader reads the env var

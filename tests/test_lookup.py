@@ -81,7 +81,7 @@ def transition_counts(tokens: list[int]) -> np.ndarray:
 
 
 def markov_chi_square(counts: np.ndarray, law: np.ndarray) -> tuple[float, int, float]:
-    """Pearson's chi-square summed over rows (each row against its own law); any count on a zero-probability cell fails."""
+    """Pearson's chi-square summed over rows, each against its own law; a count on a zero-probability cell fails."""
     stat, dof = 0.0, 0
     for row, p in zip(counts, law):
         if row.sum() == 0:
@@ -137,8 +137,11 @@ def test_drafter_returns_one_hot_q_on_the_context_device() -> None:
 # --------------------------------------------------------------- exactness ----
 @pytest.mark.parametrize(
     "sampling, gamma",
-    [(SamplingConfig(temperature=1.0), 2), (SamplingConfig(temperature=1.0), 4),
-     (SamplingConfig(temperature=0.8, top_k=3), 1)],
+    [
+        (SamplingConfig(temperature=1.0), 2),
+        (SamplingConfig(temperature=1.0), 4),
+        (SamplingConfig(temperature=0.8, top_k=3), 1),
+    ],
     ids=["T1-gamma2", "T1-gamma4", "T0.8-topk3-gamma1"],
 )
 def test_lookup_speculative_law_equals_target_law(sampling: SamplingConfig, gamma: int) -> None:

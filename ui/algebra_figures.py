@@ -8,7 +8,7 @@ draws four figures on every slider move.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
@@ -21,15 +21,25 @@ register_template()
 
 def _vline(x: float, text: str, colour: str, dash: str = "dot", y: float = 1.0) -> tuple[dict, dict]:
     """A vertical line across the plot and its label at the top, as a layout shape and annotation."""
-    shape = dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1, line=dict(color=colour, dash=dash, width=2))
+    shape = dict(
+        type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1, line=dict(color=colour, dash=dash, width=2)
+    )
     note = dict(xref="x", yref="paper", x=x, y=y, text=text, showarrow=False, yanchor="bottom", font=dict(size=12))
     return shape, note
 
 
 def _hline(y: float, yref: str = "y") -> dict:
     """A dashed horizontal line at y across the plot (used for speedup = 1)."""
-    return dict(type="line", xref="paper", yref=yref, x0=0, x1=1, y0=y, y1=y,
-                line=dict(color=ROLE_COLOUR["threshold"], dash="dash", width=2))
+    return dict(
+        type="line",
+        xref="paper",
+        yref=yref,
+        x0=0,
+        x1=1,
+        y0=y,
+        y1=y,
+        line=dict(color=ROLE_COLOUR["threshold"], dash="dash", width=2),
+    )
 
 
 def gamma_figure(
@@ -42,24 +52,50 @@ def gamma_figure(
 ) -> go.Figure:
     """E[N] and speedup against gamma on one axis (both are pure numbers), the best integer gamma starred."""
     data = [
-        go.Scatter(x=gammas, y=tokens, name="E[N], constant alpha", mode="lines+markers", line=dict(color=OKABE_ITO[0])),
-        go.Scatter(x=gammas, y=speedups, name="speedup, constant alpha", mode="lines+markers",
-                   line=dict(color=OKABE_ITO[1])),
+        go.Scatter(
+            x=gammas, y=tokens, name="E[N], constant alpha", mode="lines+markers", line=dict(color=OKABE_ITO[0])
+        ),
+        go.Scatter(
+            x=gammas, y=speedups, name="speedup, constant alpha", mode="lines+markers", line=dict(color=OKABE_ITO[1])
+        ),
     ]
     if positional is not None:
         k = positional[0].size
-        data += [go.Scatter(x=gammas[:k], y=positional[0], name="E[N], per position", mode="lines",
-                            line=dict(color=OKABE_ITO[0], dash="dash")),
-                 go.Scatter(x=gammas[:k], y=positional[1], name="speedup, per position", mode="lines",
-                            line=dict(color=OKABE_ITO[1], dash="dash"))]
-    data.append(go.Scatter(x=[best[0]], y=[best[1]], name=f"best gamma shown = {best[0]}", mode="markers",
-                           marker=dict(symbol="star", size=16, color=ROLE_COLOUR["predicted"])))
+        data += [
+            go.Scatter(
+                x=gammas[:k],
+                y=positional[0],
+                name="E[N], per position",
+                mode="lines",
+                line=dict(color=OKABE_ITO[0], dash="dash"),
+            ),
+            go.Scatter(
+                x=gammas[:k],
+                y=positional[1],
+                name="speedup, per position",
+                mode="lines",
+                line=dict(color=OKABE_ITO[1], dash="dash"),
+            ),
+        ]
+    data.append(
+        go.Scatter(
+            x=[best[0]],
+            y=[best[1]],
+            name=f"best gamma shown = {best[0]}",
+            mode="markers",
+            marker=dict(symbol="star", size=16, color=ROLE_COLOUR["predicted"]),
+        )
+    )
     shape, note = _vline(current, f"gamma = {current}", "#888888")
     layout = go.Layout(
-        title="Tokens per step and speedup against draft length", height=420, shapes=[shape, _hline(1.0)],
-        annotations=[note], xaxis=dict(title="draft length gamma"),
+        title="Tokens per step and speedup against draft length",
+        height=420,
+        shapes=[shape, _hline(1.0)],
+        annotations=[note],
+        xaxis=dict(title="draft length gamma"),
         yaxis=dict(title="E[N] (tokens) and speedup (x)", rangemode="tozero"),
-        legend=dict(y=-0.25, yanchor="top", x=0, xanchor="left"), margin=dict(t=60, b=40),
+        legend=dict(y=-0.25, yanchor="top", x=0, xanchor="left"),
+        margin=dict(t=60, b=40),
     )
     return go.Figure(data, layout)
 
@@ -68,14 +104,27 @@ def alpha_figure(
     alphas: NDArray[np.float64], curves: Mapping[int, NDArray[np.float64]], current: tuple[float, float]
 ) -> go.Figure:
     """Speedup against alpha, one line per gamma; the current operating point marked, speedup = 1 dashed."""
-    data = [go.Scatter(x=alphas, y=s, name=f"gamma = {g}", mode="lines", line=dict(color=OKABE_ITO[i % len(OKABE_ITO)]))
-            for i, (g, s) in enumerate(curves.items())]
-    data.append(go.Scatter(x=[current[0]], y=[current[1]], name="you are here", mode="markers",
-                           marker=dict(symbol="x", size=14, color=ROLE_COLOUR["predicted"])))
+    data = [
+        go.Scatter(x=alphas, y=s, name=f"gamma = {g}", mode="lines", line=dict(color=OKABE_ITO[i % len(OKABE_ITO)]))
+        for i, (g, s) in enumerate(curves.items())
+    ]
+    data.append(
+        go.Scatter(
+            x=[current[0]],
+            y=[current[1]],
+            name="you are here",
+            mode="markers",
+            marker=dict(symbol="x", size=14, color=ROLE_COLOUR["predicted"]),
+        )
+    )
     layout = go.Layout(
-        title="Speedup against constant alpha, by draft length", height=400, shapes=[_hline(1.0)],
-        xaxis=dict(title="acceptance alpha"), yaxis=dict(title="speedup (x)", rangemode="tozero"),
-        legend=dict(y=-0.3, yanchor="top", x=0, xanchor="left"), margin=dict(t=50, b=40),
+        title="Speedup against constant alpha, by draft length",
+        height=400,
+        shapes=[_hline(1.0)],
+        xaxis=dict(title="acceptance alpha"),
+        yaxis=dict(title="speedup (x)", rangemode="tozero"),
+        legend=dict(y=-0.3, yanchor="top", x=0, xanchor="left"),
+        margin=dict(t=50, b=40),
     )
     return go.Figure(data, layout)
 
@@ -94,29 +143,65 @@ def heatmap_figure(
 
     boundary[j] is the smallest alpha that pays at cs[j] (inf where none does; those points are left out).
     """
-    s32 = best_speedup.astype(np.float32)                                     # (A, C), sent as a typed array
-    g16 = best_gamma.astype(np.int16)                                         # (A, C)
+    s32 = best_speedup.astype(np.float32)  # (A, C), sent as a typed array
+    g16 = best_gamma.astype(np.int16)  # (A, C)
     data = [
-        go.Heatmap(x=cs, y=alphas, z=s32, colorscale="Viridis", zmin=0.0, zmax=speedup_cap,
-                   colorbar=dict(title="x", x=0.41, len=0.9, ticksuffix="x"),
-                   hovertemplate="c = %{x:.3f}<br>alpha = %{y:.3f}<br>best speedup = %{z:.2f}x<extra></extra>"),
-        go.Heatmap(x=cs, y=alphas, z=g16, colorscale="Cividis", colorbar=dict(title="gamma", x=1.0, len=0.9),
-                   xaxis="x2", yaxis="y2",
-                   hovertemplate="c = %{x:.3f}<br>alpha = %{y:.3f}<br>best gamma = %{z}<extra></extra>"),
+        go.Heatmap(
+            x=cs,
+            y=alphas,
+            z=s32,
+            colorscale="Viridis",
+            zmin=0.0,
+            zmax=speedup_cap,
+            colorbar=dict(title="x", x=0.41, len=0.9, ticksuffix="x"),
+            hovertemplate="c = %{x:.3f}<br>alpha = %{y:.3f}<br>best speedup = %{z:.2f}x<extra></extra>",
+        ),
+        go.Heatmap(
+            x=cs,
+            y=alphas,
+            z=g16,
+            colorscale="Cividis",
+            colorbar=dict(title="gamma", x=1.0, len=0.9),
+            xaxis="x2",
+            yaxis="y2",
+            hovertemplate="c = %{x:.3f}<br>alpha = %{y:.3f}<br>best gamma = %{z}<extra></extra>",
+        ),
     ]
     paying = np.isfinite(boundary)
     for xa, ya in (("x", "y"), ("x2", "y2")):
-        data.append(go.Scatter(x=cs[paying], y=boundary[paying], mode="lines", xaxis=xa, yaxis=ya,
-                               line=dict(color="white", width=3), name="speedup = 1",
-                               hovertemplate="break-even: alpha = %{y:.3f} at c = %{x:.3f}<extra></extra>"))
-        data.append(go.Scatter(x=[current[1]], y=[current[0]], mode="markers", xaxis=xa, yaxis=ya,
-                               marker=dict(symbol="x", size=13, color="#D55E00", line=dict(width=1, color="white")),
-                               hovertemplate="you are here<extra></extra>"))
+        data.append(
+            go.Scatter(
+                x=cs[paying],
+                y=boundary[paying],
+                mode="lines",
+                xaxis=xa,
+                yaxis=ya,
+                line=dict(color="white", width=3),
+                name="speedup = 1",
+                hovertemplate="break-even: alpha = %{y:.3f} at c = %{x:.3f}<extra></extra>",
+            )
+        )
+        data.append(
+            go.Scatter(
+                x=[current[1]],
+                y=[current[0]],
+                mode="markers",
+                xaxis=xa,
+                yaxis=ya,
+                marker=dict(symbol="x", size=13, color="#D55E00", line=dict(width=1, color="white")),
+                hovertemplate="you are here<extra></extra>",
+            )
+        )
     layout = go.Layout(
-        title=f"Best integer gamma (0..32) over constant alpha and draft cost, v = {v:g}: speedup (left), gamma (right)",
-        height=440, hovermode="closest", showlegend=False,
-        xaxis=dict(domain=[0, 0.38], title="draft cost c"), yaxis=dict(title="acceptance alpha"),
-        xaxis2=dict(domain=[0.55, 0.93], title="draft cost c"), yaxis2=dict(anchor="x2", matches="y"),
+        title=f"Best integer gamma (0..32) over constant alpha and draft cost, v = {v:g}:"
+        " speedup (left), gamma (right)",
+        height=440,
+        hovermode="closest",
+        showlegend=False,
+        xaxis=dict(domain=[0, 0.38], title="draft cost c"),
+        yaxis=dict(title="acceptance alpha"),
+        xaxis2=dict(domain=[0.55, 0.93], title="draft cost c"),
+        yaxis2=dict(anchor="x2", matches="y"),
     )
     return go.Figure(data, layout)
 
@@ -126,18 +211,36 @@ def pmf_figure(
 ) -> go.Figure:
     """Exact P(N = k) beside the Monte Carlo frequencies, with vertical lines at the mean, P50 and P99."""
     ks = np.arange(1, pmf.size + 1)
-    data = [go.Bar(x=ks, y=pmf, name="exact P(N = k)", marker_color=ROLE_COLOUR["predicted"]),
-            go.Bar(x=ks, y=simulated, name=f"Monte Carlo, {n_steps:,} steps", marker_color=ROLE_COLOUR["measured"],
-                   marker_pattern_shape="/")]
+    data = [
+        go.Bar(x=ks, y=pmf, name="exact P(N = k)", marker_color=ROLE_COLOUR["predicted"]),
+        go.Bar(
+            x=ks,
+            y=simulated,
+            name=f"Monte Carlo, {n_steps:,} steps",
+            marker_color=ROLE_COLOUR["measured"],
+            marker_pattern_shape="/",
+        ),
+    ]
     dashes = {"mean": "solid", "P50": "dash", "P99": "dot"}
-    lines = [_vline(x, f"{label} = {x:.2f}" if label == "mean" else f"{label} = {x:g}",
-                    ROLE_COLOUR["threshold"], dashes.get(label, "solid"), 1.0 + 0.07 * i)
-             for i, (label, x) in enumerate(marks.items())]
+    lines = [
+        _vline(
+            x,
+            f"{label} = {x:.2f}" if label == "mean" else f"{label} = {x:g}",
+            ROLE_COLOUR["threshold"],
+            dashes.get(label, "solid"),
+            1.0 + 0.07 * i,
+        )
+        for i, (label, x) in enumerate(marks.items())
+    ]
     layout = go.Layout(
-        title="Tokens per step: the exact law against the simulation", height=400, barmode="group",
-        shapes=[s for s, _ in lines], annotations=[a for _, a in lines],
+        title="Tokens per step: the exact law against the simulation",
+        height=400,
+        barmode="group",
+        shapes=[s for s, _ in lines],
+        annotations=[a for _, a in lines],
         xaxis=dict(title="tokens emitted in one step, N", tickmode="linear", dtick=1),
-        yaxis=dict(title="probability"), margin=dict(t=80, b=40),
+        yaxis=dict(title="probability"),
+        margin=dict(t=80, b=40),
         legend=dict(y=-0.2, yanchor="top", x=0, xanchor="left"),
     )
     return go.Figure(data, layout)

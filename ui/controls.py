@@ -7,7 +7,8 @@ and replaced by the default.
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 import streamlit as st
 

@@ -77,6 +77,13 @@ def drill_figure(drill: dr.Drill, large: bool = False) -> go.Figure:
         fig = new_figure("p, q and their overlap min(p, q)", yaxis_title="probability", barmode="group")
         fig.add_trace(go.Bar(x=x, y=p, name="p (target)", marker_color=ROLE_COLOUR["target"]))
         fig.add_trace(go.Bar(x=x, y=q, name="q (draft)", marker_color=ROLE_COLOUR["draft"]))
-        fig.add_trace(go.Bar(x=x, y=accepted_mass(d["p"], d["q"]), name="min(p, q): accepted", marker_color=ROLE_COLOUR["accepted"],
-                             marker_pattern_shape="/"))
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=accepted_mass(d["p"], d["q"]),
+                name="min(p, q): accepted",
+                marker_color=ROLE_COLOUR["accepted"],
+                marker_pattern_shape="/",
+            )
+        )
     return _size(fig, large)

@@ -44,7 +44,9 @@ def pair_and_device() -> tuple[str, str, str | None, bool, str]:
         )
         off = [n for n in names if not status[n][0]]
         if off:  # a selectbox cannot grey out options (and a label suffix would leak into the URL)
-            st.caption("Unavailable here: " + ", ".join(f"~~{n}~~" for n in off) + " (reasons under 'all model pairs').")
+            st.caption(
+                "Unavailable here: " + ", ".join(f"~~{n}~~" for n in off) + " (reasons under 'all model pairs')."
+            )
     ok, reason = status[pair]
     return pair, device, problem, ok, reason
 
@@ -53,16 +55,25 @@ def pairs_table(device: str) -> None:
     """Every registered pair, whether it loads here, and why not."""
     status = pair_status(device)
     st.dataframe(
-        {"pair": list(status), "here": ["available" if ok else "unavailable" for ok, _ in status.values()],
-         "reason / description": [pair_description(n) if ok else why for n, (ok, why) in status.items()]},
-        hide_index=True, key="pairs_table",
+        {
+            "pair": list(status),
+            "here": ["available" if ok else "unavailable" for ok, _ in status.values()],
+            "reason / description": [pair_description(n) if ok else why for n, (ok, why) in status.items()],
+        },
+        hide_index=True,
+        key="pairs_table",
     )
 
 
 def prompt_box() -> str:
     """Preset picker and the prompt text area (both URL-bound)."""
-    bound_select("prompt preset", [*PRESETS, CUSTOM], key="preset", on_change=_load_preset,
-                 help="open-ended prose, a copy-heavy passage (the continuation repeats text), code-like text")
+    bound_select(
+        "prompt preset",
+        [*PRESETS, CUSTOM],
+        key="preset",
+        on_change=_load_preset,
+        help="open-ended prose, a copy-heavy passage (the continuation repeats text), code-like text",
+    )
     chosen = PRESETS.get(st.session_state.get("preset", ""), PRESETS["open-ended"])  # ?preset= without ?prompt=
     initial = {} if "prompt" in st.session_state else {"value": chosen}
     return st.text_area("prompt", key="prompt", bind="query-params", height=110, **initial)
@@ -72,21 +83,43 @@ def sampling_controls() -> dict:
     """gamma, greedy, target temperature/top-k/top-p, optional draft settings, length and seed."""
     c1, c2 = st.columns(2, gap="large")
     with c1:
-        gamma = slider_input("draft length gamma", "gamma", 1, MAX_GAMMA, 4, 1,
-                             help="Draft tokens proposed per target pass.")
+        gamma = slider_input(
+            "draft length gamma", "gamma", 1, MAX_GAMMA, 4, 1, help="Draft tokens proposed per target pass."
+        )
         max_new = slider_input("max new tokens", "maxnew", 1, MAX_NEW, 60, 1)
-        seed = st.number_input("seed", 0, 2**31 - 1, step=1, key="seed", bind="query-params",
-                               **({} if "seed" in st.session_state else {"value": 0}))
+        seed = st.number_input(
+            "seed",
+            0,
+            2**31 - 1,
+            step=1,
+            key="seed",
+            bind="query-params",
+            **({} if "seed" in st.session_state else {"value": 0}),
+        )
     with c2:
         greedy = bound_toggle("greedy (temperature 0: argmax, output equals plain greedy decoding)", "greedy")
         temp = slider_input("target temperature", "temp", 0.05, 2.0, 1.0, 0.05, "%.2f")
         tk, tp = st.columns(2)
         with tk:
-            top_k = st.number_input("target top-k (0 = off)", 0, 100_000, step=1, key="topk", bind="query-params",
-                                    **({} if "topk" in st.session_state else {"value": 0}))
+            top_k = st.number_input(
+                "target top-k (0 = off)",
+                0,
+                100_000,
+                step=1,
+                key="topk",
+                bind="query-params",
+                **({} if "topk" in st.session_state else {"value": 0}),
+            )
         with tp:
-            top_p = st.number_input("target top-p (1 = off)", 0.01, 1.0, step=0.01, key="topp", bind="query-params",
-                                    **({} if "topp" in st.session_state else {"value": 1.0}))
+            top_p = st.number_input(
+                "target top-p (1 = off)",
+                0.01,
+                1.0,
+                step=0.01,
+                key="topp",
+                bind="query-params",
+                **({} if "topp" in st.session_state else {"value": 1.0}),
+            )
     apart = bound_toggle("set the draft's sampling apart from the target's", "apart", disabled=greedy)
     d_temp, d_top_k, d_top_p = temp, top_k, top_p
     if apart and not greedy:
@@ -98,17 +131,48 @@ def sampling_controls() -> dict:
         )
         d1, d2, d3 = st.columns(3)
         with d1:
-            d_temp = st.number_input("draft temperature", 0.05, 2.0, step=0.05, key="dtemp", bind="query-params",
-                                     **({} if "dtemp" in st.session_state else {"value": 1.0}))
+            d_temp = st.number_input(
+                "draft temperature",
+                0.05,
+                2.0,
+                step=0.05,
+                key="dtemp",
+                bind="query-params",
+                **({} if "dtemp" in st.session_state else {"value": 1.0}),
+            )
         with d2:
-            d_top_k = st.number_input("draft top-k", 0, 100_000, step=1, key="dtopk", bind="query-params",
-                                      **({} if "dtopk" in st.session_state else {"value": 0}))
+            d_top_k = st.number_input(
+                "draft top-k",
+                0,
+                100_000,
+                step=1,
+                key="dtopk",
+                bind="query-params",
+                **({} if "dtopk" in st.session_state else {"value": 0}),
+            )
         with d3:
-            d_top_p = st.number_input("draft top-p", 0.01, 1.0, step=0.01, key="dtopp", bind="query-params",
-                                      **({} if "dtopp" in st.session_state else {"value": 1.0}))
-    return dict(gamma=int(gamma), greedy=bool(greedy), temperature=float(temp), top_k=int(top_k), top_p=float(top_p),
-                draft_apart=bool(apart and not greedy), d_temperature=float(d_temp), d_top_k=int(d_top_k),
-                d_top_p=float(d_top_p), max_new=int(max_new), seed=int(seed))
+            d_top_p = st.number_input(
+                "draft top-p",
+                0.01,
+                1.0,
+                step=0.01,
+                key="dtopp",
+                bind="query-params",
+                **({} if "dtopp" in st.session_state else {"value": 1.0}),
+            )
+    return dict(
+        gamma=int(gamma),
+        greedy=bool(greedy),
+        temperature=float(temp),
+        top_k=int(top_k),
+        top_p=float(top_p),
+        draft_apart=bool(apart and not greedy),
+        d_temperature=float(d_temp),
+        d_top_k=int(d_top_k),
+        d_top_p=float(d_top_p),
+        max_new=int(max_new),
+        seed=int(seed),
+    )
 
 
 def all_controls() -> tuple[Settings, bool, str, str | None]:

@@ -17,13 +17,31 @@ def alpha_figure(alphas: Sequence[float], reached: Sequence[int], alpha_const: f
     a = np.asarray(alphas, dtype=float)
     j = np.arange(1, a.size + 1)
     fig = new_figure("Acceptance by draft position", height=340)
-    fig.add_bar(x=j, y=np.nan_to_num(a, nan=0.0), name="alpha_j measured", marker_color=ROLE_COLOUR["measured"],
-                customdata=np.asarray(reached), hovertemplate="j=%{x}: alpha=%{y:.3f} (%{customdata} rounds)<extra></extra>")
+    fig.add_bar(
+        x=j,
+        y=np.nan_to_num(a, nan=0.0),
+        name="alpha_j measured",
+        marker_color=ROLE_COLOUR["measured"],
+        customdata=np.asarray(reached),
+        hovertemplate="j=%{x}: alpha=%{y:.3f} (%{customdata} rounds)<extra></extra>",
+    )
     if np.isfinite(alpha_const):
-        fig.add_scatter(x=j, y=np.full(j.size, alpha_const), mode="lines", name=f"constant fit {alpha_const:.3f}",
-                        line=dict(color=ROLE_COLOUR["predicted"], dash="dash"))
-    fig.update_layout(xaxis_title="draft position j", yaxis_title="alpha_j", yaxis_range=[0, 1.05],
-                      xaxis=dict(dtick=1), hovermode="closest", legend=BELOW, margin=dict(b=110))
+        fig.add_scatter(
+            x=j,
+            y=np.full(j.size, alpha_const),
+            mode="lines",
+            name=f"constant fit {alpha_const:.3f}",
+            line=dict(color=ROLE_COLOUR["predicted"], dash="dash"),
+        )
+    fig.update_layout(
+        xaxis_title="draft position j",
+        yaxis_title="alpha_j",
+        yaxis_range=[0, 1.05],
+        xaxis=dict(dtick=1),
+        hovermode="closest",
+        legend=BELOW,
+        margin=dict(b=110),
+    )
     return fig
 
 
@@ -34,37 +52,77 @@ def length_figure(counts: Sequence[int], pmf_const: Sequence[float], pmf_pos: Se
     freq = c / c.sum() if c.sum() > 0 else c
     fig = new_figure(f"Tokens per pass ({int(c.sum())} full rounds)", height=340)
     fig.add_bar(x=k, y=freq, name="measured", marker_color=ROLE_COLOUR["measured"])
-    fig.add_scatter(x=k, y=np.asarray(pmf_const), mode="markers+lines", name="pmf, constant alpha",
-                    line=dict(color=ROLE_COLOUR["predicted"], dash="dash"))
-    fig.add_scatter(x=k, y=np.asarray(pmf_pos), mode="markers", name="pmf, measured alpha_j",
-                    marker=dict(color=ROLE_COLOUR["target"], symbol="diamond", size=10))
-    fig.update_layout(xaxis_title="tokens emitted in the round (N)", yaxis_title="probability",
-                      xaxis=dict(dtick=1), hovermode="closest", legend=BELOW, margin=dict(b=110))
+    fig.add_scatter(
+        x=k,
+        y=np.asarray(pmf_const),
+        mode="markers+lines",
+        name="pmf, constant alpha",
+        line=dict(color=ROLE_COLOUR["predicted"], dash="dash"),
+    )
+    fig.add_scatter(
+        x=k,
+        y=np.asarray(pmf_pos),
+        mode="markers",
+        name="pmf, measured alpha_j",
+        marker=dict(color=ROLE_COLOUR["target"], symbol="diamond", size=10),
+    )
+    fig.update_layout(
+        xaxis_title="tokens emitted in the round (N)",
+        yaxis_title="probability",
+        xaxis=dict(dtick=1),
+        hovermode="closest",
+        legend=BELOW,
+        margin=dict(b=110),
+    )
     return fig
 
 
 def sweep_figure(gammas: Sequence[int], measured: Sequence[float], predicted: Sequence[float]) -> go.Figure:
     """Measured against predicted speedup over gamma, with the break-even line at 1."""
     fig = new_figure("Speedup against draft length gamma", height=340)
-    fig.add_scatter(x=list(gammas), y=list(predicted), mode="lines+markers", name="predicted (algebra on measured alpha_j, c, v)",
-                    line=dict(color=ROLE_COLOUR["predicted"], dash="dash"))
-    fig.add_scatter(x=list(gammas), y=list(measured), mode="lines+markers", name="measured (wall clock)",
-                    line=dict(color=ROLE_COLOUR["measured"]), marker=dict(symbol="circle", size=9))
+    fig.add_scatter(
+        x=list(gammas),
+        y=list(predicted),
+        mode="lines+markers",
+        name="predicted (algebra on measured alpha_j, c, v)",
+        line=dict(color=ROLE_COLOUR["predicted"], dash="dash"),
+    )
+    fig.add_scatter(
+        x=list(gammas),
+        y=list(measured),
+        mode="lines+markers",
+        name="measured (wall clock)",
+        line=dict(color=ROLE_COLOUR["measured"]),
+        marker=dict(symbol="circle", size=9),
+    )
     fig.add_hline(y=1.0, line=dict(color="#999999", dash="dot"))
-    fig.update_layout(xaxis_title="gamma", yaxis_title="speedup over autoregressive", xaxis=dict(dtick=1),
-                      hovermode="x unified")
+    fig.update_layout(
+        xaxis_title="gamma", yaxis_title="speedup over autoregressive", xaxis=dict(dtick=1), hovermode="x unified"
+    )
     return fig
 
 
-def batch_figure(batches: Sequence[int], v_measured: Sequence[float], v_model: Sequence[float] | None,
-                 model_name: str) -> go.Figure:
+def batch_figure(
+    batches: Sequence[int], v_measured: Sequence[float], v_model: Sequence[float] | None, model_name: str
+) -> go.Figure:
     """Verify cost v against batch size, measured on this GPU, beside the roofline page's step-time model."""
     fig = new_figure("Verification cost v against batch size", height=340)
-    fig.add_scatter(x=list(batches), y=list(v_measured), mode="lines+markers", name="measured here",
-                    line=dict(color=ROLE_COLOUR["measured"]))
+    fig.add_scatter(
+        x=list(batches),
+        y=list(v_measured),
+        mode="lines+markers",
+        name="measured here",
+        line=dict(color=ROLE_COLOUR["measured"]),
+    )
     if v_model is not None:
-        fig.add_scatter(x=list(batches), y=list(v_model), mode="lines", name=f"model: {model_name}",
-                        line=dict(color=ROLE_COLOUR["predicted"], dash="dash"))
-    fig.update_layout(xaxis_title="batch size B", yaxis_title="v = verify step / decode step", xaxis_type="log",
-                      hovermode="x unified")
+        fig.add_scatter(
+            x=list(batches),
+            y=list(v_model),
+            mode="lines",
+            name=f"model: {model_name}",
+            line=dict(color=ROLE_COLOUR["predicted"], dash="dash"),
+        )
+    fig.update_layout(
+        xaxis_title="batch size B", yaxis_title="v = verify step / decode step", xaxis_type="log", hovermode="x unified"
+    )
     return fig

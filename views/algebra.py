@@ -74,8 +74,12 @@ def controls() -> tuple[float, int, float, float, str]:
                          help="One draft token's cost, in target decode steps.")
         v = slider_input("verification cost v", "v", 0.5, 5.0, 1.0, 0.05, "%.3f",
                          help="One verification pass, in target decode steps (1 at small batch).")
-    mode = bound_radio("Acceptance by position", MODES, key="mode",
-                       help="constant: one alpha everywhere. decay: alpha_j = alpha rho^(j-1). table: type each alpha_j.")
+    mode = bound_radio(
+        "Acceptance by position",
+        MODES,
+        key="mode",
+        help="constant: one alpha everywhere. decay: alpha_j = alpha rho^(j-1). table: type each alpha_j.",
+    )
     return float(alpha), int(gamma), float(c), float(v), mode
 
 
@@ -96,8 +100,12 @@ def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np
     decayed = alg.decay_alphas(alpha, rho, gamma)
     if mode == "decay":
         return decayed, alg.decay_alphas(alpha, rho, MAX_GAMMA)
-    text = st.text_input("alpha_j, comma-separated (missing positions use the decay model; or edit the table)",
-                         key="aj", bind="query-params", placeholder=", ".join(f"{a:.3f}" for a in decayed))
+    text = st.text_input(
+        "alpha_j, comma-separated (missing positions use the decay model; or edit the table)",
+        key="aj",
+        bind="query-params",
+        placeholder=", ".join(f"{a:.3f}" for a in decayed),
+    )
     try:
         typed = [float(x) for x in text.replace(";", ",").split(",") if x.strip()] if text else []
         table = alg.fit_alphas(typed, gamma, decayed)
@@ -106,8 +114,14 @@ def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np
         table = decayed
     base = [float(a) for a in table]
     editor_key = f"aj_table_{text}_{gamma}_{alpha}_{rho}"
-    st.data_editor({"position j": list(range(1, gamma + 1)), "alpha_j": base}, key=editor_key,
-                   disabled=["position j"], hide_index=True, on_change=_table_edited, args=(editor_key, base))
+    st.data_editor(
+        {"position j": list(range(1, gamma + 1)), "alpha_j": base},
+        key=editor_key,
+        disabled=["position j"],
+        hide_index=True,
+        on_change=_table_edited,
+        args=(editor_key, base),
+    )
     return table, table
 
 
@@ -117,31 +131,52 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
     if search is None:
         tokens, s = float(alg.expected_tokens(alpha, gamma)), float(alg.speedup(alpha, gamma, c, v))
         if alpha == 1.0:
-            st.latex(rf"\mathbb{{E}}[N] = \gamma + 1 = {gamma + 1}\quad(\alpha = 1:\ \text{{every draft token is kept}})")
+            st.latex(
+                rf"\mathbb{{E}}[N] = \gamma + 1 = {gamma + 1}\quad(\alpha = 1:\ \text{{every draft token is kept}})"
+            )
         else:
-            st.latex(rf"\mathbb{{E}}[N] = \frac{{1-\alpha^{{\gamma+1}}}}{{1-\alpha}} = \frac{{1-{alpha:g}^{{{gamma + 1}}}}}"
-                     rf"{{1-{alpha:g}}} = {n(tokens)}")
+            st.latex(
+                rf"\mathbb{{E}}[N] = \frac{{1-\alpha^{{\gamma+1}}}}{{1-\alpha}} = \frac{{1-{alpha:g}^{{{gamma + 1}}}}}"
+                rf"{{1-{alpha:g}}} = {n(tokens)}"
+            )
     else:
-        terms = " + ".join(["1"] + [n(x) for x in alg.survival_probabilities(aj)][:8]) + (r" + \cdots" if gamma > 8 else "")
+        terms = " + ".join(["1"] + [n(x) for x in alg.survival_probabilities(aj)][:8]) + (
+            r" + \cdots" if gamma > 8 else ""
+        )
         tokens, s = alg.expected_tokens_positional(aj), alg.speedup_positional(aj, c, v)
         st.latex(rf"\mathbb{{E}}[N] = 1 + \sum_{{i=1}}^{{\gamma}}\prod_{{j\le i}}\alpha_j = {terms} = {n(tokens)}")
-    st.latex(rf"\text{{cost}} = \gamma c + v = {gamma}\times{c:g} + {v:g} = {n(cost)}\qquad"
-             rf"\text{{speedup}} = \frac{{\mathbb{{E}}[N]}}{{\gamma c + v}} = \frac{{{n(tokens)}}}{{{n(cost)}}} = {s:.2f}\times")
+    st.latex(
+        rf"\text{{cost}} = \gamma c + v = {gamma}\times{c:g} + {v:g} = {n(cost)}\qquad"
+        rf"\text{{speedup}} = \frac{{\mathbb{{E}}[N]}}{{\gamma c + v}}"
+        rf" = \frac{{{n(tokens)}}}{{{n(cost)}}} = {s:.2f}\times"
+    )
     best = alg.best_gamma(alpha, c, v, MAX_GAMMA) if search is None else alg.best_gamma_positional(search, c, v)
     cols = st.columns(4)
     cols[0].metric("Tokens per step E[N]", n(tokens))
     cols[1].metric("Step cost", n(cost), help="gamma c + v, in target decode steps")
     cols[2].metric("Speedup", f"{s:.2f}x")
-    cols[3].metric("Best integer gamma", f"{best[0]}", f"{best[1]:.2f}x at best", delta_color="off",
-                   help=f"Searched over gamma = 0..{MAX_GAMMA if search is None else search.size}.")
+    cols[3].metric(
+        "Best integer gamma",
+        f"{best[0]}",
+        f"{best[1]:.2f}x at best",
+        delta_color="off",
+        help=f"Searched over gamma = 0..{MAX_GAMMA if search is None else search.size}.",
+    )
     if best[0] == MAX_GAMMA:
-        st.caption(f"The best gamma sits at the search cap {MAX_GAMMA}: with c = {c:g} a longer draft always adds tokens for little cost.")
+        st.caption(
+            f"The best gamma sits at the search cap {MAX_GAMMA}: with c = {c:g} a longer draft always adds tokens"
+            " for little cost."
+        )
     if s < 1.0:
-        st.warning(f"**This is a slowdown:** at {s:.2f}x, speculating makes decoding slower than plain decoding. "
-                   "Acceptance alone does not decide it: the cost gamma c + v does too.")
+        st.warning(
+            f"**This is a slowdown:** at {s:.2f}x, speculating makes decoding slower than plain decoding. "
+            "Acceptance alone does not decide it: the cost gamma c + v does too."
+        )
     lo, hi = alg.speedup_limits(gamma, c, v)
-    st.latex(rf"\alpha\to0:\ \frac{{1}}{{\gamma c + v}} = \frac{{1}}{{{n(cost)}}} = {lo:.2f}\times\qquad"
-             rf"\alpha\to1:\ \frac{{\gamma+1}}{{\gamma c + v}} = \frac{{{gamma + 1}}}{{{n(cost)}}} = {hi:.2f}\times")
+    st.latex(
+        rf"\alpha\to0:\ \frac{{1}}{{\gamma c + v}} = \frac{{1}}{{{n(cost)}}} = {lo:.2f}\times\qquad"
+        rf"\alpha\to1:\ \frac{{\gamma+1}}{{\gamma c + v}} = \frac{{{gamma + 1}}}{{{n(cost)}}} = {hi:.2f}\times"
+    )
     be = alg.break_even_alpha(gamma, c, v)
     label = "Break-even alpha (speedup = 1" + (", constant alpha)" if search is not None else ")")
     if be is None:
@@ -152,10 +187,12 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
         st.markdown(f"**{label}:** {n(be, 4)}. Below it speculation is a slowdown.")
     if search is not None:
         gap = alg.positional_gap(aj, c, v)
-        st.info(f"The constant-alpha formula at the mean rate alpha_bar = {n(gap['alpha_bar'])} predicts E[N] = "
-                f"{n(gap['en_constant'])} and {gap['speedup_constant']:.2f}x; the per-position value is "
-                f"{n(gap['en_positional'])} and {gap['speedup_positional']:.2f}x, so it is off by "
-                f"{gap['rel_error']:+.1%}. A single average rate does not fix the products of the alpha_j.")
+        st.info(
+            f"The constant-alpha formula at the mean rate alpha_bar = {n(gap['alpha_bar'])} predicts E[N] = "
+            f"{n(gap['en_constant'])} and {gap['speedup_constant']:.2f}x; the per-position value is "
+            f"{n(gap['en_positional'])} and {gap['speedup_positional']:.2f}x, so it is off by "
+            f"{gap['rel_error']:+.1%}. A single average rate does not fix the products of the alpha_j."
+        )
     return s
 
 
@@ -175,18 +212,26 @@ def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search
     right.plotly_chart(alpha_figure(grid, curves, (alpha, float(alg.speedup(alpha, gamma, c, v)))), key="fig_alpha")
     heat = heatmap_data(v, 0.5 if c <= 0.5 else 1.0)
     st.plotly_chart(heatmap_figure(*heat, (alpha, c), v), key="fig_heat")
-    st.caption("Each cell searches gamma = 0..32 (hover a cell to read its best gamma and speedup). The white line "
-               "is speedup = 1: below and right of it no draft length >= 1 pays. Colours saturate at 5x; the corner "
-               f"alpha -> 1, c -> 0 reaches {heat[2][-1, 0]:.0f}x. In this model gamma = 0 still pays one pass v, so it scores 1 / v.")
+    st.caption(
+        "Each cell searches gamma = 0..32 (hover a cell to read its best gamma and speedup). The white line "
+        "is speedup = 1: below and right of it no draft length >= 1 pays. Colours saturate at 5x; the corner "
+        f"alpha -> 1, c -> 0 reaches {heat[2][-1, 0]:.0f}x. In this model gamma = 0 still pays one pass v,"
+        " so it scores 1 / v."
+    )
     pmf = alg.accepted_length_pmf_positional(aj)
     freq, mc = monte_carlo(tuple(float(a) for a in aj), MC_STEPS)
     marks = {"mean": mc["mean"], "P50": mc["p50"], "P99": mc["p99"]}
     st.plotly_chart(pmf_figure(pmf, freq, MC_STEPS, marks), key="fig_pmf")
-    spread = (f"The mean hides a spread: {pmf[0]:.1%} of steps emit a single token and {pmf[-1]:.1%} emit all "
-              f"{gamma + 1}." if gamma else "With gamma = 0 every step emits exactly one token.")
-    st.markdown(f"Simulated: mean **{mc['mean']:.3f}**, P50 **{mc['p50']:g}**, P99 **{mc['p99']:g}** tokens per step "
-                f"(exact: mean {n(alg.expected_tokens_positional(aj))}, P50 {alg.pmf_quantile(pmf, 0.5)}, "
-                f"P99 {alg.pmf_quantile(pmf, 0.99)}). {spread}")
+    spread = (
+        f"The mean hides a spread: {pmf[0]:.1%} of steps emit a single token and {pmf[-1]:.1%} emit all {gamma + 1}."
+        if gamma
+        else "With gamma = 0 every step emits exactly one token."
+    )
+    st.markdown(
+        f"Simulated: mean **{mc['mean']:.3f}**, P50 **{mc['p50']:g}**, P99 **{mc['p99']:g}** tokens per step "
+        f"(exact: mean {n(alg.expected_tokens_positional(aj))}, P50 {alg.pmf_quantile(pmf, 0.5)}, "
+        f"P99 {alg.pmf_quantile(pmf, 0.99)}). {spread}"
+    )
 
 
 @st.cache_data
@@ -196,14 +241,29 @@ def paper_tables() -> tuple[list[dict], list[dict], dict[str, float]]:
     for r in ps.LEVIATHAN_ROWS:
         cmp = alg.reported_vs_predicted(r.alpha, r.gamma, ps.T5_SMALL_C, r.reported_speedup)
         ic, gaps[r.name] = cmp["implied_c"], cmp["gap"]
-        lev.append({"row": r.name, "gamma": r.gamma, "alpha": r.alpha, "reported": f"{r.reported_speedup:.1f}x",
-                    "predicted at c = 0.015": f"{cmp['predicted']:.2f}x", "reported / predicted": f"{cmp['ratio']:.2f}",
-                    "c that reproduces it (v = 1, back-solved)": n(ic, 4) if ic is not None else "none >= 0"})
+        lev.append(
+            {
+                "row": r.name,
+                "gamma": r.gamma,
+                "alpha": r.alpha,
+                "reported": f"{r.reported_speedup:.1f}x",
+                "predicted at c = 0.015": f"{cmp['predicted']:.2f}x",
+                "reported / predicted": f"{cmp['ratio']:.2f}",
+                "c that reproduces it (v = 1, back-solved)": n(ic, 4) if ic is not None else "none >= 0",
+            }
+        )
     chen = []
     for r in ps.CHEN_ROWS:
         a = alg.implied_alpha(r.reported_speedup, r.gamma, r.c)
-        chen.append({"row": r.name, "K": r.gamma, "c = 1.8 / 14.1": n(r.c, 4), "reported": f"{r.reported_speedup:.2f}x",
-                     "alpha implied (v = 1, back-solved)": n(a, 3) if a is not None else "none in [0, 1]"})
+        chen.append(
+            {
+                "row": r.name,
+                "K": r.gamma,
+                "c = 1.8 / 14.1": n(r.c, 4),
+                "reported": f"{r.reported_speedup:.2f}x",
+                "alpha implied (v = 1, back-solved)": n(a, 3) if a is not None else "none in [0, 1]",
+            }
+        )
     return lev, chen, gaps
 
 
@@ -216,54 +276,94 @@ def paper_section(choice: str, current: dict[str, float]) -> None:
     st.markdown(
         "For T5-small on EnDe the formula lands within "
         + " and ".join(f"{abs(g):.0%} ({name[-6:]})" for name, g in gaps.items() if name.startswith("EnDe, T5-small"))
-        + " of the report. The larger drafts need a larger c: T5-base and T5-large run many more layers per draft token, so at "
+        + " of the report. The larger drafts need a larger c: T5-base and T5-large run many more layers per"
+        " draft token, so at "
         "T5-small's c the formula overpredicts them badly, and the c that reproduces their speedups "
         "(computed above, illustrative) grows with draft size. Where no c >= 0 reproduces a report, the paper "
         "beat even a free draft under v = 1. One honest reason: E[N] is convex in alpha, so a workload whose "
         "acceptance varies from request to request around the reported average emits more tokens than the "
-        "formula at that average.")
+        "formula at that average."
+    )
     st.dataframe(chen, hide_index=True)
-    st.caption(f"Source: {ps.CHEN}. The paper reports no alpha; the column is the alpha at which the formula "
-               "reproduces the reported speedup, not a measurement.")
+    st.caption(
+        f"Source: {ps.CHEN}. The paper reports no alpha; the column is the alpha at which the formula "
+        "reproduces the reported speedup, not a measurement."
+    )
     with st.expander("Acceptance rates reported without a speedup (Leviathan et al.)"):
-        st.dataframe([{"target": t, "draft": d, "temp": tmp, "alpha": a} for t, d, tmp, a in ps.ALPHA_ONLY],
-                     hide_index=True)
+        st.dataframe(
+            [{"target": t, "draft": d, "temp": tmp, "alpha": a} for t, d, tmp, a in ps.ALPHA_ONLY], hide_index=True
+        )
         st.caption(f"Source: {ps.LEVIATHAN_ALPHA}.")
     if choice in PRESETS:
         r, vals = PRESETS[choice], preset_values(PRESETS[choice])
         cmp = alg.reported_vs_predicted(vals["alpha"], r.gamma, vals["c"], r.reported_speedup)
         derived = [k for k, x in (("alpha", r.alpha), ("c", r.c)) if x is None]
-        st.success(f"Preset **{choice}**: alpha = {vals['alpha']:g}, gamma = {r.gamma}, c = {vals['c']:g}, v = 1. "
-                   f"Formula: {cmp['predicted']:.2f}x against the reported {r.reported_speedup:.2f}x (ratio "
-                   f"{cmp['ratio']:.2f})."
-                   + (f" {' and '.join(derived)} back-solved from the reported speedup, so the match is by "
-                      "construction." if derived else "") + f" Source: {r.source}.")
+        st.success(
+            f"Preset **{choice}**: alpha = {vals['alpha']:g}, gamma = {r.gamma}, c = {vals['c']:g}, v = 1. "
+            f"Formula: {cmp['predicted']:.2f}x against the reported {r.reported_speedup:.2f}x (ratio "
+            f"{cmp['ratio']:.2f})."
+            + (
+                f" {' and '.join(derived)} back-solved from the reported speedup, so the match is by construction."
+                if derived
+                else ""
+            )
+            + f" Source: {r.source}."
+        )
         if any(current[k] != x for k, x in vals.items() if x is not None):
-            st.button(f"Load {choice} into the controls", key="reload", on_click=_load_preset,
-                      help="The controls above now hold other values.")
+            st.button(
+                f"Load {choice} into the controls",
+                key="reload",
+                on_click=_load_preset,
+                help="The controls above now hold other values.",
+            )
 
 
 def seed_section() -> None:
     """The seed's worked cases and the integer gamma search at v = 1."""
     st.subheader("The seed's numbers, recomputed")
-    cases = [{"alpha": k.alpha, "gamma": k.gamma, "c": k.c, "v": k.v, "E[N]": n(float(alg.expected_tokens(k.alpha, k.gamma)), 4),
-              "cost": n(float(alg.step_cost(k.gamma, k.c, k.v)), 2), "speedup": f"{float(alg.speedup(k.alpha, k.gamma, k.c, k.v)):.2f}x",
-              "note": k.note} for k in ps.SEED_CASES]
+    cases = [
+        {
+            "alpha": k.alpha,
+            "gamma": k.gamma,
+            "c": k.c,
+            "v": k.v,
+            "E[N]": n(float(alg.expected_tokens(k.alpha, k.gamma)), 4),
+            "cost": n(float(alg.step_cost(k.gamma, k.c, k.v)), 2),
+            "speedup": f"{float(alg.speedup(k.alpha, k.gamma, k.c, k.v)):.2f}x",
+            "note": k.note,
+        }
+        for k in ps.SEED_CASES
+    ]
     st.dataframe(cases, hide_index=True)
     st.markdown("The same acceptance flips from a speedup to a slowdown when verification gets dearer:")
-    st.page_link("views/algebra.py", label="Open the slowdown case (alpha 0.8, gamma 4, c 0.05, v 3.5)",
-                 query_params={"alpha": "0.8", "gamma": "4", "c": "0.05", "v": "3.5"}, icon=":material/trending_down:")
-    table = [{"alpha": r["alpha"], "c": r["c"], "best gamma": r["gamma"], "E[N]": n(r["tokens"]),
-              "cost": n(r["cost"]), "speedup": f"{r['speedup']:.2f}x"} for r in alg.seed_table(ps.SEED_TABLE_ROWS)]
+    st.page_link(
+        "views/algebra.py",
+        label="Open the slowdown case (alpha 0.8, gamma 4, c 0.05, v 3.5)",
+        query_params={"alpha": "0.8", "gamma": "4", "c": "0.05", "v": "3.5"},
+        icon=":material/trending_down:",
+    )
+    table = [
+        {
+            "alpha": r["alpha"],
+            "c": r["c"],
+            "best gamma": r["gamma"],
+            "E[N]": n(r["tokens"]),
+            "cost": n(r["cost"]),
+            "speedup": f"{r['speedup']:.2f}x",
+        }
+        for r in alg.seed_table(ps.SEED_TABLE_ROWS)
+    ]
     st.dataframe(table, hide_index=True)
     st.caption(f"Integer search over gamma = 0..16 at v = 1; the costs are illustrative. Source: {ps.SEED}.")
 
 
 def render() -> None:
     st.title("Algebra: what speculation buys")
-    st.markdown("A draft proposes gamma tokens, the target verifies them in one pass, and each step emits the "
-                "accepted prefix plus one target token. Move the costs as well as the acceptance: both decide "
-                "whether it pays.")
+    st.markdown(
+        "A draft proposes gamma tokens, the target verifies them in one pass, and each step emits the "
+        "accepted prefix plus one target token. Move the costs as well as the acceptance: both decide "
+        "whether it pays."
+    )
     alpha, gamma, c, v, mode = controls()
     aj, search = position_alphas(alpha, gamma, mode)
     readouts(alpha, gamma, c, v, aj, search)
@@ -271,8 +371,10 @@ def render() -> None:
     paper_section(st.session_state.get("preset", NO_PRESET), {"alpha": alpha, "gamma": gamma, "c": c, "v": v})
     seed_section()
     st.subheader("Greedy decoding")
-    st.markdown("At temperature 0 the test is simply whether the draft's token equals the target's argmax. "
-                "The algebra is unchanged, with alpha the match rate.")
+    st.markdown(
+        "At temperature 0 the test is simply whether the draft's token equals the target's argmax. "
+        "The algebra is unchanged, with alpha the match rate."
+    )
 
 
 render()

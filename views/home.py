@@ -61,7 +61,11 @@ def render() -> None:
     st.page_link("views/roofline.py", label="Roofline: why batch 1 leaves compute idle", icon=":material/speed:")
     st.page_link("views/proof.py", label="Proof: the emitted law is exactly p", icon=":material/verified:")
     st.page_link("views/live.py", label="Live decoding: a real draft and target", icon=":material/play_circle:")
-    st.page_link("views/interview.py", label="Interview prep: drills and the 30-second answer", icon=":material/record_voice_over:")
+    st.page_link(
+        "views/interview.py",
+        label="Interview prep: drills and the 30-second answer",
+        icon=":material/record_voice_over:",
+    )
 
 
 render()

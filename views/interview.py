@@ -55,7 +55,9 @@ def seed_controls(classroom: bool) -> str:
     cols[2].button("Classroom set", key="class_set", on_click=_use_seed, args=(dr.CLASSROOM_SEED,),
                    icon=":material/groups:")
     seed = typed.strip() or (dr.CLASSROOM_SEED if classroom else personal)
-    st.caption(f"Drill set **{seed}**: share `/interview?part=Drills&seed={quote(seed)}` to give someone the same drills.")
+    st.caption(
+        f"Drill set **{seed}**: share `/interview?part=Drills&seed={quote(seed)}` to give someone the same drills."
+    )
     return seed
 
 

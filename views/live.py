@@ -8,8 +8,8 @@ import streamlit as st
 import torch
 
 from specdec_core.measure import Measured
-from ui import live_controls as lc
 from ui import live_batch as lb
+from ui import live_controls as lc
 from ui import live_export as lx
 from ui import live_panel as lp
 from ui import live_runner as lr

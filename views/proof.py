@@ -67,7 +67,9 @@ def sampling_settings(who: str, prefix: str, default_t: float) -> tuple[float, i
     st.markdown(f"**{who}**")
     t = slider_input("temperature", f"{prefix}T", 0.0, 3.0, default_t, 0.05, "%.2f", help="0 = greedy (argmax).")
     k = slider_input("top-k", f"{prefix}k", 1, 50, 50, 1, help="Keep the k most probable tokens; k >= V keeps all.")
-    top_p = slider_input("top-p", f"{prefix}p", 0.01, 1.0, 1.0, 0.01, "%.2f", help="Keep the smallest set reaching this mass.")
+    top_p = slider_input(
+        "top-p", f"{prefix}p", 0.01, 1.0, 1.0, 0.01, "%.2f", help="Keep the smallest set reaching this mass."
+    )
     return float(t), int(k), float(top_p)
 
 
@@ -91,8 +93,16 @@ def controls() -> tuple[str, pc.ProofCase]:
                 return src, pc.case_from_pair(*check_pair(pc.parse_vector(p, "p"), pc.parse_vector(q, "q")))
             if src == "logits":
                 seed = slider_input("seed", "seed", 0, 9999, 0, 1)
-                noise = slider_input("draft noise (logit std)", "noise", 0.0, 5.0, 1.0, 0.1, "%.1f",
-                                     help="Draft logits = target logits + noise x N(0, 1).")
+                noise = slider_input(
+                    "draft noise (logit std)",
+                    "noise",
+                    0.0,
+                    5.0,
+                    1.0,
+                    0.1,
+                    "%.1f",
+                    help="Draft logits = target logits + noise x N(0, 1).",
+                )
         if src == "logits":
             z_p, z_q = pc.logits_pair(v, seed, noise)
             tcol, dcol = st.columns(2, gap="large")
@@ -103,8 +113,10 @@ def controls() -> tuple[str, pc.ProofCase]:
             return src, pc.case_from_logits(z_p, z_q, target, draft)
         return src, pc.case_from_pair(*pc.preset_pair(src, v))
     except ValueError as exc:
-        st.warning(f"**Input refused:** {exc}. Each vector needs {pc.V_MIN} to {pc.V_MAX} non-negative numbers "
-                   "that sum to 1, and p and q need the same length.")
+        st.warning(
+            f"**Input refused:** {exc}. Each vector needs {pc.V_MIN} to {pc.V_MAX} non-negative numbers "
+            "that sum to 1, and p and q need the same length."
+        )
         st.stop()
 
 
@@ -122,8 +134,10 @@ def exact_section(case: pc.ProofCase) -> None:
     right.plotly_chart(figs.decomposition_figure(d["accepted"], d["resampled"], case.p), key="fig_decomp")
     st.plotly_chart(figs.areas_figure(a, tv), key="fig_areas")
     if d["residual_empty"]:
-        st.info("p == q: every proposal is kept, the residual is empty and is never drawn. The core returns "
-                "r = p there instead of 0/0, so nothing divides by zero.")
+        st.info(
+            "p == q: every proposal is kept, the residual is empty and is never drawn. The core returns "
+            "r = p there instead of 0/0, so nothing divides by zero."
+        )
     elif a == 0.0:
         st.info("Disjoint supports: alpha = 0, every proposal is rejected, and the residual is p itself.")
 
@@ -135,14 +149,27 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
         n = slider_input("draws n", "n", 1_000, MAX_DRAWS, 100_000, 1_000, help="Up to 10^6, vectorised.")
     with c2:
         seed = slider_input("sampling seed", "sseed", 0, 9999, 0, 1)
-    shown = bound_radio("Rule to show beside the correct one", MISTAKES, key="mistake", default="resample_p",
-                        help="; ".join(f"{k}: {v}" for k, v in WHAT_IT_SHOWS.items()))
+    shown = bound_radio(
+        "Rule to show beside the correct one",
+        MISTAKES,
+        key="mistake",
+        default="resample_p",
+        help="; ".join(f"{k}: {v}" for k, v in WHAT_IT_SHOWS.items()),
+    )
     checks = {c.name: c for c in sampled_checks(case.p, case.q, case.p_raw, case.q_claimed, int(n), int(seed))}
-    rows = [{"rule": c.label, "max |law - p|": "undefined (0/0)" if not c.defined else f"{c.max_error:.2e}",
-             "TV(law, p)": "undefined" if not c.defined else f"{c.tv_to_p:.4f}",
-             "kept": f"{c.kept:.3f}", "chi-square": chi2_text(c), "dof": c.dof,
-             "p-value": p_value_text(c), "verdict at 0.001": "rejects p" if c.p_value < 1e-3 else "consistent with p"}
-            for c in checks.values()]
+    rows = [
+        {
+            "rule": c.label,
+            "max |law - p|": "undefined (0/0)" if not c.defined else f"{c.max_error:.2e}",
+            "TV(law, p)": "undefined" if not c.defined else f"{c.tv_to_p:.4f}",
+            "kept": f"{c.kept:.3f}",
+            "chi-square": chi2_text(c),
+            "dof": c.dof,
+            "p-value": p_value_text(c),
+            "verdict at 0.001": "rejects p" if c.p_value < 1e-3 else "consistent with p",
+        }
+        for c in checks.values()
+    ]
     st.dataframe(rows, hide_index=True, key="checks")
     left, right = st.columns(2)
     for side, col, c in (("left", left, checks["correct"]), ("right", right, checks[shown])):
@@ -150,21 +177,29 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
             law = c.law if c.defined and c.max_error > 1e-12 else None
             st.plotly_chart(figs.sampled_figure(case.p, c.empirical, law, int(n), c.label), key=f"fig_sample_{side}")
             impossible = "" if np.isfinite(c.stat) else " (a draw landed on a token that p gives probability 0)"
-            st.markdown(f"chi-square {chi2_text(c)} on {c.dof} dof{impossible}, **p-value {p_value_text(c)}**. "
-                        f"{WHAT_IT_SHOWS[c.name]}")
+            st.markdown(
+                f"chi-square {chi2_text(c)} on {c.dof} dof{impossible}, **p-value {p_value_text(c)}**. "
+                f"{WHAT_IT_SHOWS[c.name]}"
+            )
     c = checks[shown]
     if not c.defined:
-        st.warning("This rule's law is **undefined** here: the residual is empty and normalising it gives "
-                   "0/0 = NaN. The draws look fine only because no proposal is ever rejected when p == q; a "
-                   "batched sampler that draws a residual token for every position (the usual GPU code) is "
-                   "handed NaN probabilities and fails or emits garbage.")
+        st.warning(
+            "This rule's law is **undefined** here: the residual is empty and normalising it gives "
+            "0/0 = NaN. The draws look fine only because no proposal is ever rejected when p == q; a "
+            "batched sampler that draws a residual token for every position (the usual GPU code) is "
+            "handed NaN probabilities and fails or emits garbage."
+        )
     elif c.name == NAIVE_NORMALISATION:
-        st.caption("The residual is non-empty here, so this rule coincides with the correct one. Pick the case "
-                   "'identical' to see it break.")
+        st.caption(
+            "The residual is non-empty here, so this rule coincides with the correct one. Pick the case "
+            "'identical' to see it break."
+        )
     if src != "logits" and c.name in ("raw_logits", "wrong_q"):
-        st.caption(f"For this mistake a preset's p and q are read as laws at temperature {pc.DEMO_TEMPERATURE}: "
-                   f"the raw logits are {pc.DEMO_TEMPERATURE} log p, whose softmax is p^{pc.DEMO_TEMPERATURE} "
-                   "renormalised (likewise for q). The from-logits case uses your own settings instead.")
+        st.caption(
+            f"For this mistake a preset's p and q are read as laws at temperature {pc.DEMO_TEMPERATURE}: "
+            f"the raw logits are {pc.DEMO_TEMPERATURE} log p, whose softmax is p^{pc.DEMO_TEMPERATURE} "
+            "renormalised (likewise for q). The from-logits case uses your own settings instead."
+        )
 
 
 def exhaustive_section() -> None:
@@ -175,13 +210,17 @@ def exhaustive_section() -> None:
     cols[0].metric("random pairs", f"{int(r['pairs']):,}")
     cols[1].metric("max |emitted - p|", f"{r['max_law_error']:.1e}")
     cols[2].metric("max |alpha - (1 - TV)|", f"{r['max_alpha_error']:.1e}")
-    st.caption(f"V uniform in 2..49, p ~ Dirichlet(1), q ~ Dirichlet(0.3), seed 0; zero-padded to 49 tokens and "
-               f"computed in one batched call ({r['ms']:.0f} ms here). The errors are floating-point rounding.")
+    st.caption(
+        f"V uniform in 2..49, p ~ Dirichlet(1), q ~ Dirichlet(0.3), seed 0; zero-padded to 49 tokens and "
+        f"computed in one batched call ({r['ms']:.0f} ms here). The errors are floating-point rounding."
+    )
     cols = st.columns(3)
     cols[0].metric("identical draft p = q = [1, 0]: emitted", f"[{law[0]:g}, {law[1]:g}]")
     cols[1].metric("identical draft: alpha", f"{alpha:g}")
-    cols[2].caption("The residual (p - q)+ is empty here. A naive normalisation divides 0 by 0; the core "
-                    "returns r = p instead, which is never drawn because 1 - alpha = 0.")
+    cols[2].caption(
+        "The residual (p - q)+ is empty here. A naive normalisation divides 0 by 0; the core "
+        "returns r = p instead, which is never drawn because 1 - alpha = 0."
+    )
 
 
 def multiposition_section() -> None:
@@ -194,9 +233,11 @@ def multiposition_section() -> None:
     cols[1].plotly_chart(figs.joint_figure(r["emitted"], "emitted, enumerated"), key="fig_joint_e")
     cols[2].plotly_chart(figs.joint_figure(r["draft"], "draft q(t1, t2), for contrast"), key="fig_joint_q")
     st.metric("max |emitted joint - target joint|", f"{r['max_error']:.1e}")
-    st.caption(f"Acceptance differs by position and by prefix: alpha_1 = {r['alpha_1']:.3f}, and alpha_2 given "
-               f"the first token 0, 1, 2 = {', '.join(f'{a:.3f}' for a in r['alpha_2'])}. A single average rate "
-               "hides this.")
+    st.caption(
+        f"Acceptance differs by position and by prefix: alpha_1 = {r['alpha_1']:.3f}, and alpha_2 given "
+        f"the first token 0, 1, 2 = {', '.join(f'{a:.3f}' for a in r['alpha_2'])}. A single average rate "
+        "hides this."
+    )
 
 
 def explanation() -> None:
@@ -205,8 +246,10 @@ def explanation() -> None:
     st.latex(r"\alpha=1-\tfrac12\sum_x|p(x)-q(x)|=1-\mathrm{TV}(p,q)")
     st.markdown("The rejected mass and the residual mass are the same number, because p and q both sum to 1:")
     st.latex(r"1-\alpha=\sum_x\big(q(x)-p(x)\big)_+=\sum_x\big(p(x)-q(x)\big)_+=\lVert(p-q)_+\rVert_1")
-    st.latex(r"\begin{aligned}P(\text{emit }x)&=\min(p,q)(x)+(1-\alpha)\,"
-             r"\frac{(p-q)_+(x)}{\lVert(p-q)_+\rVert_1}\\&=\min(p,q)(x)+(p-q)_+(x)=p(x)\end{aligned}")
+    st.latex(
+        r"\begin{aligned}P(\text{emit }x)&=\min(p,q)(x)+(1-\alpha)\,"
+        r"\frac{(p-q)_+(x)}{\lVert(p-q)_+\rVert_1}\\&=\min(p,q)(x)+(p-q)_+(x)=p(x)\end{aligned}"
+    )
     st.markdown(
         "- **Every mass a rejection removes comes back through the residual, exactly where p exceeds q.** "
         "That is why the replacement must come from (p - q)+ and not from p.\n"
@@ -226,8 +269,10 @@ def explanation() -> None:
 
 def render() -> None:
     st.title("Proof: the emitted law is exactly p")
-    st.markdown("The draft proposes x ~ q. The target keeps x with probability min(1, p(x)/q(x)); otherwise it "
-                "draws a replacement from (p - q)+, normalised. Pick a case and watch the two pieces fill p.")
+    st.markdown(
+        "The draft proposes x ~ q. The target keeps x with probability min(1, p(x)/q(x)); otherwise it "
+        "draws a replacement from (p - q)+, normalised. Pick a case and watch the two pieces fill p."
+    )
     src, case = controls()
     st.subheader("1. p, q, and the two pieces of the emitted law")
     exact_section(case)
@@ -238,9 +283,11 @@ def render() -> None:
     st.subheader("4. The exhaustive check from the seed")
     exhaustive_section()
     st.subheader("5. Two positions: the same argument, prefix by prefix")
-    st.markdown("Each position's p is conditioned on the accepted prefix. Below, a 3-token Markov target and "
-                "draft run one speculative round with gamma = 2. Every path is enumerated: both drafts kept, the "
-                "second corrected, or the first corrected and the next round supplying the second token.")
+    st.markdown(
+        "Each position's p is conditioned on the accepted prefix. Below, a 3-token Markov target and "
+        "draft run one speculative round with gamma = 2. Every path is enumerated: both drafts kept, the "
+        "second corrected, or the first corrected and the next round supplying the second token."
+    )
     multiposition_section()
 
 
