@@ -3,7 +3,7 @@
 A drill stores only its inputs. Its answer is recomputed from ``specdec_core`` every time it is asked
 for, so no answer is ever typed in. A seed (an int or a string such as ``"classroom"``) fixes a whole
 set: everyone who uses the same seed gets the same drills, which lets a teacher go over the answers.
-A drill's words (prompt, formula, worked solution) live in ``specdec_core.drill_text``.
+A drill's words (prompt, formula, worked solution) are prose and live in ``content.drill_text``.
 
 Grading: a numeric answer x is right when |x - answer| <= max(REL_TOL * |answer|, ABS_TOL);
 an integer answer (the best gamma) must be exact; a choice ("A" or "B") must match.
@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
-from specdec_core.drill_text import FORMULAS, SOLUTIONS, break_even_of, prompt, speedup_of
+from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup, step_cost
 from specdec_core.rejection import acceptance_rate
 from specdec_core.roofline import HARDWARE, crossover_batch
 
@@ -39,7 +38,6 @@ class Drill:
 
     kind: str
     params: dict = field(hash=False)
-    prompt: str = ""
 
     @property
     def answer_type(self) -> str:
@@ -49,14 +47,6 @@ class Drill:
     def answer(self) -> float | int | str:
         """The exact answer, from specdec_core."""
         return _ANSWERS[self.kind](self.params)
-
-    def solution(self) -> list[str]:
-        """The worked solution, one line per step, in the seed's plain-text style."""
-        return SOLUTIONS[self.kind](self.params)
-
-    def formula(self) -> str:
-        """The governing formula, as LaTeX."""
-        return FORMULAS[self.kind]
 
 
 @dataclass(frozen=True)
@@ -145,6 +135,19 @@ def _gen_compare(rng: np.random.Generator) -> dict:
 
 
 # --------------------------------------------------------------- answers ----
+def speedup_of(cfg: dict) -> float:
+    """E[N] / (gamma c + v) for a configuration {alpha, gamma, c, v}."""
+    return float(speedup(cfg["alpha"], cfg["gamma"], cfg["c"], cfg["v"]))
+
+
+def break_even_of(d: dict) -> float:
+    """The alpha where speedup = 1; ValueError if no alpha in [0, 1] reaches it (cost > gamma + 1)."""
+    a = break_even_alpha(d["gamma"], d["c"], d["v"])
+    if a is None:
+        raise ValueError(f"no alpha in [0, 1] breaks even: cost gamma c + v exceeds gamma + 1 = {d['gamma'] + 1}")
+    return float(a)
+
+
 _ANSWERS: dict[str, Callable[[dict], float | int | str]] = {
     "tokens": lambda d: float(expected_tokens(d["alpha"], d["gamma"])),
     "speedup": speedup_of,
@@ -174,8 +177,7 @@ def make_drill(kind: str, seed: int | str) -> Drill:
     """The drill of this kind for this seed; the same seed always gives the same drill."""
     if kind not in _GENERATORS:
         raise ValueError(f"kind must be one of {', '.join(DRILL_KINDS)}; got {kind!r}")
-    params = _GENERATORS[kind](_rng(seed, kind))
-    return Drill(kind=kind, params=params, prompt=prompt(kind, params))
+    return Drill(kind=kind, params=_GENERATORS[kind](_rng(seed, kind)))
 
 
 def drill_set(seed: int | str, kinds: tuple[str, ...] = DRILL_KINDS) -> list[Drill]:

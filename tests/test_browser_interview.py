@@ -4,6 +4,7 @@ mode hides the sidebar and enlarges the type."""
 import pytest
 from browser_helpers import assert_no_error, open_page, screenshot, type_number, wait_for_app
 
+from content import drill_text as dt
 from specdec_core import drills as dr
 
 pytestmark = pytest.mark.browser
@@ -25,7 +26,7 @@ def _alerts(page, kind: str) -> list[str]:
 def test_answer_a_drill_right_then_wrong(page, streamlit_url):
     open_page(page, streamlit_url, "interview", "part=Drills&seed=classroom")
     drill = dr.make_drill("speedup", "classroom")
-    assert page.get_by_text(drill.prompt).count() == 1
+    assert page.get_by_text(dt.prompt(drill)).count() == 1
     assert_no_error(page)
 
     _answer(page, "speedup", f"{drill.answer():.2f}x")
@@ -52,7 +53,7 @@ def test_classroom_mode_hides_sidebar_and_enlarges_type(page, streamlit_url):
     assert not page.locator('[data-testid="stSidebar"]').is_visible()
     big = page.locator(".st-key-ans_tokens label p").evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
     assert big >= 1.4 * normal, (normal, big)
-    assert page.get_by_text(dr.make_drill("tokens", dr.CLASSROOM_SEED).prompt).count() == 1
+    assert page.get_by_text(dt.prompt(dr.make_drill("tokens", dr.CLASSROOM_SEED))).count() == 1
     assert page.locator(".st-key-lock_tokens button").is_visible()      # predict before the reveal
     assert_no_error(page)
     screenshot(page, "interview-classroom")

@@ -7,8 +7,9 @@ from urllib.parse import parse_qsl
 
 import pytest
 
+from content import drill_text as dt
+from content import interview_content as ic
 from specdec_core import drills as dr
-from specdec_core import interview_content as ic
 
 PAGE = "views/interview.py"
 
@@ -70,7 +71,7 @@ def _drills(app_test, **query):
 def test_drill_answered_right_then_wrong_is_graded_each_time(app_test):
     at = _drills(app_test)
     tokens = dr.make_drill("tokens", "classroom")
-    assert tokens.prompt in " ".join(m.value for m in at.markdown)
+    assert dt.prompt(tokens) in " ".join(m.value for m in at.markdown)
     assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}"
 
     at.text_input(key="ans_tokens").input(f"{tokens.answer():.2f}").run()        # 3.95: right
@@ -120,7 +121,7 @@ def test_seed_in_url_fixes_the_set(app_test):
     _no_exception(at)
     text = " ".join(m.value for m in at.markdown)
     for d in dr.drill_set("42"):
-        assert d.prompt in text
+        assert dt.prompt(d) in text
 
 
 def test_new_set_changes_the_seed(app_test):
@@ -129,7 +130,7 @@ def test_new_set_changes_the_seed(app_test):
     _no_exception(at)
     seed = at.text_input(key="seed").value
     assert seed and seed != "classroom"
-    assert dr.make_drill("tokens", seed).prompt in " ".join(m.value for m in at.markdown)
+    assert dt.prompt(dr.make_drill("tokens", seed)) in " ".join(m.value for m in at.markdown)
 
 
 def test_classroom_button_and_a_shareable_link_for_any_seed(app_test):
@@ -150,7 +151,7 @@ def test_classroom_flag_in_url_turns_it_on(app_test, flag):
     css = " ".join(h.proto.body for h in at.get("html"))
     assert "stSidebar" in css and "display: none" in css and "font-size" in css
     # without a seed in the URL, classroom mode uses the shared classroom set
-    assert dr.make_drill("tokens", dr.CLASSROOM_SEED).prompt in " ".join(m.value for m in at.markdown)
+    assert dt.prompt(dr.make_drill("tokens", dr.CLASSROOM_SEED)) in " ".join(m.value for m in at.markdown)
 
 
 def test_classroom_predict_then_reveal(app_test):

@@ -10,8 +10,9 @@ import time
 
 import streamlit as st
 
+from content import drill_text as dt
+from content import interview_content as ic
 from specdec_core import drills as dr
-from specdec_core import interview_content as ic
 from ui.interview_figures import drill_figure
 
 SCORE = "iv_score"          # {(seed, kind): bool}, the latest verdict per drill of the current set
@@ -69,7 +70,7 @@ def render_drills(seed: str, classroom: bool) -> None:
     for i, drill in enumerate(dr.drill_set(seed), start=1):
         with st.container(border=True):
             st.markdown(f"**Drill {i}. {dr.DRILL_TITLES[drill.kind]}**")
-            st.markdown(drill.prompt)
+            st.markdown(dt.prompt(drill))
             if classroom:
                 _predict_then_reveal(drill, seed)
             else:
@@ -145,8 +146,8 @@ def _predict_then_reveal(drill: dr.Drill, seed: str) -> None:
 def _solution(drill: dr.Drill, large: bool) -> None:
     """The governing formula, the worked lines, and the drill on its curve."""
     with st.expander("Worked solution", expanded=True):
-        st.latex(drill.formula())
-        st.code("\n".join(drill.solution()), language=None, wrap_lines=True)
+        st.latex(dt.formula(drill))
+        st.code("\n".join(dt.solution(drill)), language=None, wrap_lines=True)
         # Streamlit's chart theme would override the projector font sizes, so large figures opt out.
         st.plotly_chart(drill_figure(drill, large), key=f"fig_{drill.kind}", width="stretch",
                         theme=None if large else "streamlit")

@@ -10,8 +10,8 @@ from urllib.parse import quote
 
 import streamlit as st
 
+from content import interview_content as ic
 from specdec_core import drills as dr
-from specdec_core import interview_content as ic
 from ui import interview_widgets as w
 from ui.controls import bound_radio, bound_toggle, slider_input
 

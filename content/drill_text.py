@@ -1,7 +1,7 @@
 """The words of a drill: its prompt, its governing formula and its worked solution in the seed's style.
 
 Every number in the text is computed by ``specdec_core`` from the drill's inputs; nothing is stored.
-``speedup_of`` and ``break_even_of`` are shared with ``specdec_core.drills``, whose answers use them.
+The drill itself (its inputs, its answer, its grading) is ``specdec_core.drills.Drill``.
 """
 
 from __future__ import annotations
@@ -10,24 +10,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup, step_cost
+from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
+from specdec_core.drills import Drill, break_even_of, speedup_of
 from specdec_core.rejection import acceptance_rate, accepted_mass, total_variation
 from specdec_core.roofline import HARDWARE, MODE_LABELS, crossover_batch, flops_per_weight_byte, ridge
-
-
-# --------------------------------------------------------- shared maths ----
-def speedup_of(cfg: dict) -> float:
-    """E[N] / (gamma c + v) for a configuration {alpha, gamma, c, v}."""
-    return float(speedup(cfg["alpha"], cfg["gamma"], cfg["c"], cfg["v"]))
-
-
-def break_even_of(d: dict) -> float:
-    """The alpha where speedup = 1; ValueError if no alpha in [0, 1] reaches it (cost > gamma + 1)."""
-    a = break_even_alpha(d["gamma"], d["c"], d["v"])
-    if a is None:
-        raise ValueError(f"no alpha in [0, 1] breaks even: cost gamma c + v exceeds gamma + 1 = {d['gamma'] + 1}")
-    return float(a)
-
 
 FORMULAS: dict[str, str] = {
     "tokens": r"\mathbb{E}[N] = \frac{1-\alpha^{\gamma+1}}{1-\alpha}",
@@ -176,8 +162,19 @@ def _cfg_text(cfg: dict) -> str:
     return f"alpha = {cfg['alpha']:g}, gamma = {cfg['gamma']}, c = {cfg['c']:g}, v = {cfg['v']:g}"
 
 
-def prompt(kind: str, d: dict) -> str:
+def formula(drill: Drill) -> str:
+    """The drill's governing formula, as LaTeX."""
+    return FORMULAS[drill.kind]
+
+
+def solution(drill: Drill) -> list[str]:
+    """The worked solution, one line per step, in the seed's plain-text style."""
+    return SOLUTIONS[drill.kind](drill.params)
+
+
+def prompt(drill: Drill) -> str:
     """The question, in words, with the inputs spelled out."""
+    kind, d = drill.kind, drill.params
     if kind == "tokens":
         return (
             f"A draft proposes gamma = {d['gamma']} tokens, each accepted with probability "

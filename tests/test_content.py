@@ -1,0 +1,90 @@
+"""The interview prose in content/: worked drill solutions in the seed's style, the concept questions,
+the checklist, the walkthrough, the flashcards and the 30-second answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from content import drill_text as dt
+from content import interview_content as ic
+from specdec_core import drills as dr
+
+
+def ref_speedup(alpha: float, gamma: int, c: float, v: float) -> float:
+    """(1 + a + ... + a^gamma) / (gamma c + v), summed term by term."""
+    return sum(alpha**i for i in range(gamma + 1)) / (gamma * c + v)
+
+
+# ----------------------------------------------------- worked solutions ----
+def test_worked_solution_reproduces_the_seed_lines():
+    lines = dt.solution(dr.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0}))
+    assert lines[1:] == [
+        "E[N]    = (1 - 0.7^4) / (1 - 0.7) = (1 - 0.2401) / 0.3 = 2.533 tokens per pass",
+        "cost    = 3 x 0.1 + 1 = 1.30 target steps",
+        "speedup = 2.533 / 1.30 = 1.95x",
+        "sanity: alpha -> 0 gives 1 / 1.30 = 0.77x (a slowdown)",
+        "        alpha -> 1 gives 4 / 1.30 = 3.08x (the gamma + 1 ceiling)",
+    ]
+
+
+@pytest.mark.parametrize("seed", [0, 1, "classroom"])
+def test_solutions_end_at_the_answer(seed):
+    for d in dr.drill_set(seed):
+        text = "\n".join(dt.solution(d))
+        ans = d.answer()
+        if d.kind == "tokens":
+            assert f"= {ans:.3f} tokens per pass" in text
+        elif d.kind == "speedup":
+            assert f"= {ans:.2f}x" in text
+        elif d.kind == "best_gamma":
+            assert f"best gamma = {ans} " in text
+        elif d.kind == "break_even":
+            assert f"alpha = {ans:.3f}" in text
+        elif d.kind == "crossover":
+            assert text.splitlines()[-3].endswith(f"= {ans:.1f}")
+        elif d.kind == "alpha_pq":
+            assert f"= {ans:.2f}" in text and "1 - TV" in text
+        else:
+            assert text.endswith(
+                f"{ans} is faster: {max(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"
+                f" against {min(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"
+            )
+        assert dt.formula(d).strip()
+
+
+# ------------------------------------------------------------- content ----
+def test_concept_questions_have_one_right_answer_and_explain_every_option():
+    assert len(ic.CONCEPT_QUESTIONS) >= 5
+    for q in ic.CONCEPT_QUESTIONS:
+        assert sum(o.correct for o in q.options) == 1, q.key
+        assert len(q.options) >= 3
+        for i, o in enumerate(q.options):
+            ok, why = ic.check_choice(q, i)
+            assert ok == o.correct and len(why) > 30
+    with pytest.raises(ValueError, match="index must be in"):
+        ic.check_choice(ic.CONCEPT_QUESTIONS[0], 99)
+
+
+def test_checklist_has_the_five_points_with_two_sentences_each():
+    assert len(ic.CHECKLIST) == 5
+    for item in ic.CHECKLIST:
+        assert len([x for x in item.explanation.split(". ") if x.strip()]) == 2, item.point
+        assert item.link.page.startswith("views/") and item.link.params
+
+
+def test_walkthrough_reveals_are_filled_by_the_core():
+    assert sum(s.minutes for s in ic.WALKTHROUGH) == 15
+    texts = [ic.reveal_text(s) for s in ic.WALKTHROUGH]
+    assert all("{" not in t for t in texts)
+    assert "2.533" in texts[1] and "1.95x" in texts[1]
+    assert "3.08x" in texts[2] and "0.91x" in texts[3] and "cost 3.7," in texts[3]
+    assert "gamma = 10" in texts[4] and "3.33x" in texts[4] and "3.26x" in texts[4]
+    assert "73.8" in texts[7] and "36.9" in texts[8]
+
+
+def test_flashcards_one_per_formula():
+    fronts = [c.front for c in ic.FLASHCARDS]
+    assert len(set(fronts)) == len(fronts) >= 8
+    assert all(c.latex.strip() and c.note.strip() for c in ic.FLASHCARDS)
+
+
