@@ -213,9 +213,25 @@ def fit_alphas(alphas: ArrayLike, gamma: int, fill: ArrayLike) -> NDArray[np.flo
     return np.concatenate([a[:g], np.broadcast_to(f, (g,))[a.size:]]).astype(np.float64)
 
 
+def equivalent_alpha(alphas: ArrayLike) -> float:
+    """The constant alpha with E[N](alpha, gamma) = 1 + sum_i prod_{j<=i} alpha_j, gamma = len(alphas) (bisection).
+
+    Exactly 0 when E[N] = 1 (alpha_1 = 0), exactly 1 when E[N] = gamma + 1 (every alpha_j = 1); 0 for gamma = 0,
+    where every alpha gives E[N] = 1. It depends on gamma: the same alpha_j give another constant at another length.
+    """
+    a = check_alphas(alphas)
+    target = expected_tokens_positional(a)
+    if a.size == 0 or target <= 1.0:
+        return 0.0
+    if target >= a.size + 1.0:
+        return 1.0
+    return _solve_alpha(target, a.size)
+
+
 def positional_gap(alphas: ArrayLike, c: float, v: float = 1.0) -> dict[str, float]:
     """Constant-alpha formula at alpha_bar = mean(alpha_j) against the exact per-position E[N] and speedup.
 
+    alpha_equivalent is the constant alpha that does give the same E[N] (equivalent_alpha).
     rel_error = (E[N]_constant - E[N]_positional) / E[N]_positional; 0 when gamma = 0.
     """
     a = check_alphas(alphas)
@@ -226,6 +242,7 @@ def positional_gap(alphas: ArrayLike, c: float, v: float = 1.0) -> dict[str, flo
     cost = float(step_cost(g, c, v))
     return {
         "alpha_bar": alpha_bar,
+        "alpha_equivalent": equivalent_alpha(a),
         "en_positional": en_pos,
         "en_constant": en_const,
         "speedup_positional": en_pos / cost,
