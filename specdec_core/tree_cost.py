@@ -1,0 +1,85 @@
+"""What a draft tree costs under the step-time model, and what speculation costs a batched server.
+
+One round with a tree of n nodes: the draft runs one pass per depth d over the w_d nodes at depth d - 1
+that get children (a chain: gamma passes of one token each), and the target verifies the n + 1 tokens
+(the root and every node) in one pass. In target decode steps, with t(B, T) the time of a pass of B
+sequences x T new tokens (``steptime.step_time``):
+    c_tree = sum_d t_draft(B, w_d) / t_target(B, 1),   v = t_target(B, n + 1) / t_target(B, 1),
+    speedup = E[N] / (c_tree + v).
+A chain of gamma gives c_tree = gamma c and v = v(gamma), as ``steptime.spec_curve`` does.
+
+Serving: each round the target computes n + 1 positions per sequence and E[N] of them become output.
+Goodput is B E[N] / t_round tokens per second, against B / t_target(B, 1) without speculation; the other
+(n + 1) - E[N] positions are compute spent on rejected tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from specdec_core import steptime
+from specdec_core.roofline import Hardware
+from specdec_core.steptime import DecoderShape, check_batch
+from specdec_core.trees import Tree, draft_widths, expected_accepted_length, verify_tokens
+
+
+def pass_time(shape: DecoderShape, hw: Hardware, mode: str, batch: ArrayLike, tokens: int,
+              context: int) -> NDArray[np.float64]:
+    """Seconds for one pass of B sequences x T new tokens at context L, from the step-time model."""
+    return np.asarray(steptime.step_time(shape, hw, mode, batch, tokens, context).total_s, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class TreeCost:
+    """One tree under the step-time model, against batch (arrays over the batch grid)."""
+
+    batch: NDArray[np.float64]
+    e_n: float                        # expected tokens per round, 1 + sum of path probabilities
+    n_nodes: int
+    decode_s: NDArray[np.float64]     # target, plain decode step
+    draft_s: NDArray[np.float64]      # all draft passes of the round
+    verify_s: NDArray[np.float64]     # target, n + 1 tokens per sequence
+    c_tree: NDArray[np.float64]       # draft_s / decode_s
+    v: NDArray[np.float64]            # verify_s / decode_s
+    speedup: NDArray[np.float64]      # E[N] / (c_tree + v)
+    plain_tps: NDArray[np.float64]    # B / decode_s: tokens per second without speculation
+    goodput_tps: NDArray[np.float64]  # B E[N] / (draft_s + verify_s): output tokens per second
+    verified_tps: NDArray[np.float64]  # B (n + 1) / (draft_s + verify_s): positions the target computes per second
+
+    @property
+    def wasted_fraction(self) -> float:
+        """Share of the verify pass's positions that produce no output: 1 - E[N] / (n + 1)."""
+        return 1.0 - self.e_n / (self.n_nodes + 1)
+
+
+def tree_cost(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str,
+              context: int, batch: ArrayLike) -> TreeCost:
+    """c_tree, v, speedup and the serving rates of one tree, for every batch in `batch`."""
+    b = check_batch(batch)
+    e_n = expected_accepted_length(tree, rates)
+    decode = pass_time(target, hw, mode, b, 1, context)
+    verify = pass_time(target, hw, mode, b, verify_tokens(tree), context)
+    drafts = sum((pass_time(draft, hw, mode, b, int(w), context) for w in draft_widths(tree)), np.zeros_like(decode))
+    round_s = drafts + verify
+    return TreeCost(
+        batch=b, e_n=e_n, n_nodes=tree.n_nodes, decode_s=decode, draft_s=drafts, verify_s=verify,
+        c_tree=drafts / decode, v=verify / decode, speedup=e_n * decode / round_s,
+        plain_tps=b / decode, goodput_tps=b * e_n / round_s, verified_tps=b * verify_tokens(tree) / round_s,
+    )
+
+
+def best_chain_against_batch(a1: float, target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str,
+                             context: int, batch: ArrayLike, max_gamma: int = 16) -> tuple[NDArray, NDArray]:
+    """(best gamma, its speedup) at each batch for a chain with acceptance a_1, v(gamma, B) re-priced per gamma;
+    gamma = 0 means switching speculation off (speedup exactly 1)."""
+    return steptime.best_gamma_against_batch(target, draft, hw, mode, a1, context, check_batch(batch), max_gamma)
+
+
+def crossover_batch(first: NDArray[np.float64], second: NDArray[np.float64],
+                    batch: NDArray[np.float64]) -> float | None:
+    """The smallest batch on the grid from which `first` is no longer above `second`; None if it stays above."""
+    below = np.nonzero(np.asarray(first) <= np.asarray(second))[0]
+    return None if below.size == 0 else float(np.asarray(batch)[below[0]])
