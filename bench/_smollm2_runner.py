@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def run(pair_name: str, prompts: Callable[[object], list[str]], description: str,
         gamma: str, max_new_tokens: int, argv: list[str] | None = None) -> dict:
-    """Benchmark `pair_name` on prompts(pair) with gpu_demo.bench.measure; --json PATH writes the report."""
+    """Benchmark `pair_name` on prompts(pair) with gpu_demo.measure.bench.measure; --json PATH writes the report."""
     import torch
 
     from gpu_demo.__main__ import _gammas
-    from gpu_demo.bench import format_table, measure
+    from gpu_demo.measure.bench import format_table, measure
     from gpu_demo.pairs import load_pair
     from gpu_demo.sampler import SamplingConfig
 

@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from specdec_core.algebra import best_gamma_grid, best_gamma_map, break_even_boundary  # noqa: E402
 from specdec_core.simulate import simulate_tokens_per_step  # noqa: E402

@@ -9,9 +9,6 @@ Prints a table (medians over repeats); --json PATH writes the full report.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpu_demo.__main__ import main  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Benchmark: SmolLM2-135M with the distilled 2-layer draft on open-ended prose prompts.
 
-Runs gpu_demo.bench.measure (autoregressive vs speculative on the same prompts, medians over repeats)
+Runs gpu_demo.measure.bench.measure (autoregressive vs speculative on the same prompts, medians over repeats)
 and prints its table; --json PATH writes the full report. The prompts are open beginnings in the
 register the draft was distilled on (the target continuing Austen-like prose), none of them taken
 from the corpus.
@@ -9,11 +9,6 @@ from the corpus.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._smollm2_runner import run  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Benchmark: SmolLM2-135M with the prompt-lookup draft on copy-heavy chat prompts (quote, edit, repeat).
 
-Runs gpu_demo.bench.measure (autoregressive vs speculative on the same prompts, medians over repeats)
+Runs gpu_demo.measure.bench.measure (autoregressive vs speculative on the same prompts, medians over repeats)
 and prints its table; --json PATH writes the full report. Prompts are chat-formatted with SmolLM2's
 own template, around passages from the held-out end of the Austen corpus.
 
@@ -8,11 +8,6 @@ own template, around passages from the held-out end of the Austen corpus.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._smollm2_runner import run  # noqa: E402
 

@@ -14,16 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from gpu_demo.probe import PROBE_SHAPES, ProbeResult, probe, run_to_end  # noqa: E402
+from gpu_demo.measure.probe import PROBE_SHAPES, ProbeResult, probe, run_to_end  # noqa: E402
 from specdec_core import roofline as rl  # noqa: E402
 from specdec_core.steptime import fit_knee, knee_tokens, linear_stack_time  # noqa: E402
 

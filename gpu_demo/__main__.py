@@ -113,8 +113,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Run gpu_demo.bench.measure and print (and optionally save) the table."""
-    from gpu_demo.bench import BUILTIN_PROMPTS, format_table, measure
+    """Run gpu_demo.measure.bench.measure and print (and optionally save) the table."""
+    from gpu_demo.measure.bench import BUILTIN_PROMPTS, format_table, measure
     from gpu_demo.pairs import load_pair
 
     pair = load_pair(args.pair, args.device, **_loader_options(args))
@@ -131,8 +131,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Train the built-in pair from a seed into gpu_demo/assets (or --out)."""
-    from gpu_demo.corpus import ASSETS
-    from gpu_demo.train import main as train_main
+    from gpu_demo.training.char import main as train_main
+    from gpu_demo.training.corpus import ASSETS
 
     builtin = [w for w in args.which if w != "smollm2-draft"]
     if builtin:
@@ -145,8 +145,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             stop_after=args.stop_after,
             distill_steps=args.distill_steps,
         )
-    if "smollm2-draft" in args.which:  # issue 7: distil the SmolLM2 draft (gpu_demo.train_smol)
-        from gpu_demo.train_smol import main as smol_main
+    if "smollm2-draft" in args.which:  # issue 7: distil the SmolLM2 draft (gpu_demo.training.smollm2_draft)
+        from gpu_demo.training.smollm2_draft import main as smol_main
 
         smol_main(
             [f"--seed={args.seed}"]

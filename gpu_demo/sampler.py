@@ -93,57 +93,86 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tens
     return (probs.float() / u.log()).argmin(-1)  # p / log(u) = -p / E: the most negative wins
 
 
+def next_token(
+    logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """x ~ law, where law = processed softmax (one-hot at the argmax when greedy): logits (V,) -> ((1,), (V,)).
+
+    The returned law is the one the token was drawn from, so a greedy draft reports a one-hot q and
+    the exact rule stays exact even when the target samples.
+    """
+    if sampling.greedy:
+        x = logits.argmax(-1, keepdim=True)  # (1,)
+        law = torch.zeros(logits.shape[-1], dtype=torch.float32, device=logits.device).index_fill_(0, x, 1.0)
+        return x, law
+    law = logits_to_probs(logits, sampling)  # (V,)
+    return sample(law.view(1, -1), generator), law
+
+
 @dataclass
 class Verdict:
     """Outcome of verifying k drafted tokens: n_accepted in 0..k and the next token (correction or bonus)."""
 
     n_accepted: int
     next_token: int
+    p: torch.Tensor  # (k+1, V) the target laws the rule used (the T = 1 softmax under greedy, for display)
     p_x: list[float]  # p(x_i) for each drafted token
     q_x: list[float]  # q(x_i)
     uniforms: list[float]  # u_i (empty under the greedy rule)
     accept_mask: list[bool]  # u_i < p(x_i)/q(x_i) (or x_i == argmax under greedy), for every position
 
 
+def _first_miss(mask: list[bool]) -> int:
+    """Index of the first False in mask (len(mask) when all are True): the number of accepted drafts."""
+    return next((i for i, a in enumerate(mask) if not a), len(mask))
+
+
 def exact_rule(
-    p: torch.Tensor, q: torch.Tensor, drafted: torch.Tensor, generator: torch.Generator | None
+    logits: torch.Tensor, q: torch.Tensor, drafted: torch.Tensor, sampling: SamplingConfig,
+    generator: torch.Generator | None,
 ) -> Verdict:
     """Speculative sampling: accept x_i w.p. min(1, p/q) in order; on the first rejection draw from (p - q)+.
 
-    p: (k+1, V) target laws at the k drafted positions and the bonus position; q: (k, V); drafted: (k,).
-    Edge cases: q(x) = 0 rejects; an empty residual (p == q numerically) falls back to p; k = 0 is a
-    plain draw from p[0]. One host transfer for the verdict plus one for the drawn token.
+    logits: (k+1, V) target logits at the k drafted positions and the bonus position; q: (k, V) the laws the
+    drafts were drawn from; drafted: (k,). p = the processed target law. Edge cases: q(x) = 0 rejects; an
+    empty residual (p == q numerically) falls back to p; k = 0 is a plain draw from p[0]. One host
+    transfer for the verdict plus one for the drawn token.
     """
+    p = logits_to_probs(logits, sampling)  # (k+1, V)
     k = drafted.shape[0]
     idx = torch.arange(k, device=p.device)
-    p_x = p[idx, drafted]  # (k,)
-    q_x = q[idx, drafted]  # (k,)
+    p_x, q_x = p[idx, drafted], q[idx, drafted]  # (k,), (k,)
     u = torch.rand(k, generator=generator, device=p.device)  # (k,)
     accept = (u * q_x < p_x) & (q_x > 0)  # u < p/q without dividing
-    host = torch.stack([p_x, q_x, u, accept.float()]).tolist() if k else [[], [], [], []]
-    mask = [a > 0.5 for a in host[3]]
-    n = next((i for i, a in enumerate(mask) if not a), k)
+    p_h, q_h, u_h, acc_h = torch.stack([p_x, q_x, u, accept.float()]).tolist() if k else ([], [], [], [])
+    mask = [a > 0.5 for a in acc_h]
+    n = _first_miss(mask)
     if n < k:
         residual = (p[n] - q[n]).clamp_min(0.0)  # (V,)
         law = torch.where(residual.sum() > 0, residual, p[n])  # sample() needs no normalisation
     else:
         law = p[k]
     y = int(sample(law, generator))
-    return Verdict(n, y, host[0], host[1], host[2], mask)
+    return Verdict(n, y, p, p_h, q_h, u_h, mask)
 
 
-def greedy_rule(target_logits: torch.Tensor, drafted: torch.Tensor, p: torch.Tensor, q: torch.Tensor) -> Verdict:
-    """Greedy verification: accept the longest prefix with x_i == argmax p_i; next = argmax at the first miss.
+def greedy_rule(
+    logits: torch.Tensor, q: torch.Tensor, drafted: torch.Tensor, sampling: SamplingConfig,
+    generator: torch.Generator | None,
+) -> Verdict:
+    """Greedy verification: accept the longest prefix with x_i == argmax logits_i; next = argmax at the first miss.
 
-    target_logits: (k+1, V); drafted: (k,); p (k+1, V) and q (k, V) are only reported (softmax laws).
+    Same arguments as :func:`exact_rule` (sampling and generator are unused: nothing is random). The argmax
+    is taken on the logits, as plain greedy decoding does; p (T = 1 softmax) and q are only reported.
     """
     k = drafted.shape[0]
-    best = target_logits.argmax(-1)  # (k+1,)
+    p = torch.softmax(logits.float(), -1)  # (k+1, V) for display
+    best = logits.argmax(-1)  # (k+1,)
     idx = torch.arange(k, device=p.device)
-    p_x, q_x = p[idx, drafted], q[idx, drafted]
-    eq = (best[:k] == drafted).float()
-    host = torch.cat([best.float(), p_x, q_x, eq]).tolist()
-    best_l = host[: k + 1]
-    mask = [a > 0.5 for a in host[3 * k + 1:]]
-    n = next((i for i, a in enumerate(mask) if not a), k)
-    return Verdict(n, int(best_l[n]), host[k + 1:2 * k + 1], host[2 * k + 1:3 * k + 1], [], mask)
+    flat = torch.cat([best.float(), p[idx, drafted], q[idx, drafted], (best[:k] == drafted).float()]).tolist()
+    best_h = flat[: k + 1]  # argmax at each of the k+1 positions
+    p_h = flat[k + 1 : 2 * k + 1]  # p(x_i)
+    q_h = flat[2 * k + 1 : 3 * k + 1]  # q(x_i)
+    mask = [a > 0.5 for a in flat[3 * k + 1 :]]  # x_i == argmax_i
+    n = _first_miss(mask)
+    return Verdict(n, int(best_h[n]), p, p_h, q_h, [], mask)

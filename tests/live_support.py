@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from gpu_demo.models import CharConfig, CharTransformer, WindowConfig, WindowMLP, save_char_model
+from gpu_demo.models.char import CharConfig, CharTransformer, WindowConfig, WindowMLP, save_char_model
 from gpu_demo.pairs import ASSETS
 from ui.live_runner import ASSETS_ENV
 

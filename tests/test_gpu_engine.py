@@ -9,9 +9,11 @@ import zlib
 import pytest
 import torch
 
-from gpu_demo import corpus
-from gpu_demo.decode import ModelDrafter, alpha_per_position, autoregressive, run, speculative
-from gpu_demo.models import CharConfig, CharTokenizer, CharTransformer, WindowConfig, WindowMLP
+from gpu_demo.training import corpus
+from gpu_demo.decode import autoregressive, run, speculative
+from gpu_demo.drafters import ModelDrafter
+from gpu_demo.measure.stats import alpha_per_position
+from gpu_demo.models.char import CharConfig, CharTokenizer, CharTransformer, WindowConfig, WindowMLP
 from gpu_demo.pairs import PAIRS, PairSpec, availability, load_pair, register, warm_up
 from gpu_demo.sampler import SamplingConfig, logits_to_probs
 
@@ -77,15 +79,16 @@ def _check_cache_against_fresh(target: CharTransformer, committed: list[int]) ->
     """Target cache holds committed[:-1]; its K/V and the next logits equal a fresh full forward."""
     seq = torch.tensor(committed).view(1, -1)
     assert target.cache_len == seq.shape[1] - 1
-    tr = getattr(target, "transformer", target)  # the built-in target is transformer + expert
-    k_run = [k[:, :, : target.cache_len].clone() for k in tr._k]
+    cache = getattr(target, "transformer", target).cache  # the built-in target is transformer + expert
+    assert cache.length == target.cache_len
+    k_run = [cache.keys(i).clone() for i in range(cache.n_layers)]
     next_logits = target.forward(seq[:, -1:])[0, -1]  # uses the cache built by the speculative run
     fresh_logits = target.forward_train(seq)[0, -1]
     torch.testing.assert_close(next_logits, fresh_logits, rtol=1e-4, atol=1e-4)
     target.reset(1)
     target.forward(seq[:, :-1])
-    for a, b in zip(k_run, tr._k):
-        torch.testing.assert_close(a, b[:, :, : target.cache_len], rtol=1e-4, atol=1e-4)
+    for i, a in enumerate(k_run):
+        torch.testing.assert_close(a, cache.keys(i), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.0])

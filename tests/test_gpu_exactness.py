@@ -21,7 +21,8 @@ import pytest
 import torch
 
 import gpu_demo.decode as decode_mod
-from gpu_demo.decode import Draft, Drafter, ModelDrafter, speculative
+from gpu_demo.decode import speculative
+from gpu_demo.drafters import Draft, Drafter, ModelDrafter
 from gpu_demo.sampler import SamplingConfig, Verdict, logits_to_probs
 from specdec_core.sampling import sampling_distribution
 from specdec_core.stats import chi_square_gof
@@ -84,12 +85,16 @@ def exact_joint(table: np.ndarray, cfg: SamplingConfig, first: int) -> np.ndarra
     return joint.reshape(-1)
 
 
-def sample_joint(target: MarkovLM, drafter: Drafter, gamma: int, cfg: SamplingConfig, runs: int = N_RUNS) -> np.ndarray:
+def sample_joint(
+    target: MarkovLM, drafter: Drafter, gamma: int, cfg: SamplingConfig, runs: int = N_RUNS,
+    draft_cfg: SamplingConfig | None = None,
+) -> np.ndarray:
     """Counts over V^3 cells of the first three tokens of `runs` independent seeded speculative runs."""
     counts = np.zeros(V**3, dtype=np.int64)
     for seed in range(runs):
-        toks = [t for e in speculative(target, drafter, PROMPT, 3, gamma=gamma, sampling=cfg, seed=seed, topk=0)
-                for t in e.emitted]
+        events = speculative(target, drafter, PROMPT, 3, gamma=gamma, sampling=cfg, draft_sampling=draft_cfg,
+                             seed=seed, topk=0)
+        toks = [t for e in events for t in e.emitted]
         counts[toks[0] * V * V + toks[1] * V + toks[2]] += 1
     return counts
 
@@ -120,8 +125,11 @@ def test_plain_draft_law_differs_from_target() -> None:
         assert tv > 0.2
 
 
-def _resample_from_p(p: torch.Tensor, q: torch.Tensor, drafted: torch.Tensor, gen: torch.Generator | None) -> Verdict:
+def _resample_from_p(
+    logits: torch.Tensor, q: torch.Tensor, drafted: torch.Tensor, sampling: SamplingConfig, gen: torch.Generator | None
+) -> Verdict:
     """Mistake 1: on rejection draw from p instead of the residual (p - q)+."""
+    p = logits_to_probs(logits, sampling)  # (k+1, V)
     k = drafted.shape[0]
     idx = torch.arange(k)
     p_x, q_x = p[idx, drafted], q[idx, drafted]
@@ -129,7 +137,7 @@ def _resample_from_p(p: torch.Tensor, q: torch.Tensor, drafted: torch.Tensor, ge
     acc = ((u * q_x < p_x) & (q_x > 0)).tolist()
     n = next((i for i, a in enumerate(acc) if not a), k)
     y = int(torch.multinomial(p[n], 1, generator=gen))
-    return Verdict(n, y, p_x.tolist(), q_x.tolist(), u.tolist(), acc)
+    return Verdict(n, y, p, p_x.tolist(), q_x.tolist(), u.tolist(), acc)
 
 
 class RawQDrafter(Drafter):
@@ -185,3 +193,59 @@ def test_exact_joint_is_a_distribution_over_all_cells() -> None:
     for a, b, c in itertools.islice(itertools.product(range(V), repeat=3), 0, V**3, 37):
         want = law[PROMPT[0], a] * law[a, b] * law[b, c]
         assert abs(exact_joint(t_table, SETTINGS["T=1"], PROMPT[0])[a * V * V + b * V + c] - want) < 1e-15
+
+
+# --------------------------------------------- a greedy draft under a sampling target (issue 13, defect 5)
+
+GREEDY = SamplingConfig(temperature=0.0)
+
+
+class GreedyDraftSoftmaxQ(Drafter):
+    """The old defect: the draft picks its argmax but reports its T = 1 softmax as q."""
+
+    def __init__(self, model: MarkovLM) -> None:
+        self.inner = ModelDrafter(model)
+        self.table = model.table
+        self.vocab_size = model.vocab_size
+        self.max_seq_len = model.max_seq_len
+
+    def begin(self, prompt: torch.Tensor) -> None:
+        self.inner.begin(prompt)
+
+    def propose(
+        self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None
+    ) -> Draft:
+        d = self.inner.propose(context, gamma, GREEDY, generator)
+        prev = torch.cat([context[-1:], d.tokens[:-1]])  # (k,)
+        return Draft(d.tokens, torch.softmax(self.table[prev], -1))  # (k, V): not the law x was drawn from
+
+    def commit(self, n_accepted: int, next_token: int) -> None:
+        self.inner.commit(n_accepted, next_token)
+
+
+def test_greedy_draft_reports_one_hot_q() -> None:
+    """A greedy draft's q is the law it drew from: one-hot at its argmax."""
+    _, d_table = _tables()
+    draft = ModelDrafter(MarkovLM(d_table))
+    draft.begin(torch.tensor(PROMPT))
+    d = draft.propose(torch.tensor(PROMPT), 3, GREEDY, torch.Generator().manual_seed(0))
+    assert torch.equal(d.q.sum(-1), torch.ones(3)) and torch.equal(d.q.max(-1).values, torch.ones(3))
+    assert torch.equal(d.q.argmax(-1), d.tokens)
+
+
+@pytest.mark.parametrize("gamma", [1, 3])
+def test_greedy_draft_under_sampled_target_keeps_the_target_law(gamma: int) -> None:
+    t_table, d_table = _tables()
+    cfg = SETTINGS["T=1"]
+    counts = sample_joint(MarkovLM(t_table), ModelDrafter(MarkovLM(d_table)), gamma, cfg, draft_cfg=GREEDY)
+    stat, dof, pval = chi_square_gof(counts, exact_joint(t_table, cfg, PROMPT[0]))
+    assert dof > 20
+    assert pval > P_REJECT, f"gamma={gamma}: chi2={stat:.1f} dof={dof} p={pval:.2e}"
+
+
+def test_negative_control_greedy_draft_with_softmax_q_fails() -> None:
+    t_table, d_table = _tables()
+    cfg = SETTINGS["T=1"]
+    counts = sample_joint(MarkovLM(t_table), GreedyDraftSoftmaxQ(MarkovLM(d_table)), 2, cfg)
+    stat, dof, pval = chi_square_gof(counts, exact_joint(t_table, cfg, PROMPT[0]))
+    assert pval < P_REJECT, f"the mislabelled q passed: chi2={stat:.1f} dof={dof} p={pval:.2e}"

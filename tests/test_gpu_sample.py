@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_demo.sampler import exact_rule, sample
+from gpu_demo.sampler import SamplingConfig, exact_rule, sample
+
+T1 = SamplingConfig(temperature=1.0)
 from specdec_core.stats import chi_square_gof
 
 N = 200_000
@@ -94,7 +96,7 @@ def test_exact_rule_next_token_law(case: str) -> None:
     drafted = torch.tensor([x])
     nxt = []
     for _ in range(4000):
-        v = exact_rule(p, q, drafted, gen)
+        v = exact_rule(p.log(), q, drafted, T1, gen)  # logits = log p at T = 1: the processed law is p
         if (v.n_accepted == 0) == (case != "bonus"):
             nxt.append(v.next_token)
     counts = np.bincount(nxt, minlength=4)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpu_demo.distill import acceptance, distill, distill_loss, lr_cosine
-from gpu_demo.models import WindowConfig, WindowMLP, load_char_model
+from gpu_demo.models.char import WindowConfig, WindowMLP, load_char_model
 from gpu_demo.pairs import ASSETS
+from gpu_demo.training.distill import acceptance, distill, distill_loss, lr_cosine
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the CLI runs below also set --threads 1
 
@@ -95,8 +95,8 @@ def test_training_a_distilled_draft_without_its_teacher_fails_before_any_step(tm
 
 def test_committed_draft_metadata_matches_its_weights() -> None:
     """The shipped draft was distilled on the shipped target; its recorded alpha and loss are recomputed here."""
-    from gpu_demo.corpus import load_books, train_val_split
-    from gpu_demo.train import CharVocab, held_out_loss, random_batch
+    from gpu_demo.training.char import CharVocab, held_out_loss, random_batch
+    from gpu_demo.training.corpus import load_books, train_val_split
 
     meta = json.loads((ASSETS / "draft.json").read_text())
     d = meta["distill"]

@@ -22,8 +22,9 @@ import torch
 
 transformers = pytest.importorskip("transformers", reason="transformers is in requirements-dev.txt")
 
-from gpu_demo.decode import Draft, ModelDrafter, autoregressive, run, speculative  # noqa: E402
-from gpu_demo.hf_pair import HFUnavailable, TokenizerMismatch, load_hf_pair, load_pair  # noqa: E402
+from gpu_demo.decode import autoregressive, run, speculative  # noqa: E402
+from gpu_demo.drafters import Draft, ModelDrafter  # noqa: E402
+from gpu_demo.models.hf import HFUnavailable, TokenizerMismatch, load_hf_pair, load_pair  # noqa: E402
 from gpu_demo.sampler import SamplingConfig, logits_to_probs  # noqa: E402
 from specdec_core.stats import chi_square_gof  # noqa: E402
 
@@ -176,7 +177,7 @@ def test_registry_loader_and_bad_paths(pair_dirs, tmp_path) -> None:
 def test_missing_transformers_says_what_to_install(monkeypatch) -> None:
     import builtins
 
-    from gpu_demo import hf_pair
+    from gpu_demo.models import hf as hf_pair
 
     real_import = builtins.__import__
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from gpu_demo.models import CharConfig, CharTransformer
+from gpu_demo.measure import batch as lb
+from gpu_demo.models.char import CharConfig, CharTransformer
 from specdec_core.roofline import HARDWARE
-from ui import live_batch as lb
 
 
 def test_measure_v_returns_positive_ratios_and_leaves_an_empty_cache():

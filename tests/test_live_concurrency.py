@@ -25,8 +25,9 @@ from live_support import ensure_builtin_assets
 
 ASSETS_KIND = ensure_builtin_assets()
 
-from gpu_demo.decode import ModelDrafter, autoregressive, speculative  # noqa: E402
-from gpu_demo.models import CharConfig, CharTransformer, WindowConfig, WindowMLP  # noqa: E402
+from gpu_demo.decode import autoregressive, speculative  # noqa: E402
+from gpu_demo.drafters import ModelDrafter  # noqa: E402
+from gpu_demo.models.char import CharConfig, CharTransformer, WindowConfig, WindowMLP  # noqa: E402
 from gpu_demo.sampler import SamplingConfig  # noqa: E402
 from ui import live_runner as lr  # noqa: E402
 from ui.live_runner import TurnQueue  # noqa: E402

@@ -16,7 +16,7 @@ from live_support import ALPHABET, BAD_CHARS, ensure_builtin_assets
 
 ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side loader reads the env var
 
-from gpu_demo.decode import alpha_per_position, overall_alpha  # noqa: E402
+from gpu_demo.measure.stats import alpha_per_position, overall_alpha  # noqa: E402
 from specdec_core import algebra as alg  # noqa: E402
 from ui import live_export as lx  # noqa: E402
 from ui.live_panel import measure_record  # noqa: E402
@@ -120,7 +120,7 @@ def test_step_mode_shows_each_drafted_position(app_test):
     assert table["p(x)"].tolist() == pytest.approx(ev.p_x) and table["q(x)"].tolist() == pytest.approx(ev.q_x)
     assert table["min(1, p/q)"].tolist() == pytest.approx([min(1.0, p / q) for p, q in zip(ev.p_x, ev.q_x)])
     at.button(key="next_btn").click().run()
-    assert at.number_input(key="round").value == 2
+    assert at.number_input(key="live.round").value == 2
     table2 = frame_with(at, "verdict")
     assert table2["p(x)"].tolist() == pytest.approx(rec.events[1].p_x)
     top5 = frame_with(at, "q token")
@@ -133,7 +133,7 @@ def test_unavailable_pair_says_why_and_page_stays_usable(app_test):
     texts = " ".join(w.value for w in at.warning) + " ".join(e.value for e in at.error)
     assert "hf" in texts and ("not available" in texts or "could not be loaded" in texts)
     assert at.button(key="run_btn").disabled
-    at.selectbox(key="pair").set_value("builtin").run()
+    at.selectbox(key="live.pair").set_value("builtin").run()
     assert not at.exception and not at.button(key="run_btn").disabled
 
 
@@ -164,7 +164,7 @@ def test_preset_in_the_url_sets_the_prompt_and_draft_settings_warn(app_test):
 
     at = app_test(PAGE, preset="copy-heavy", apart="true", dtemp="0.5", **SHORT)
     assert not at.exception
-    assert at.text_area(key="prompt").value == PRESETS["copy-heavy"]
+    assert at.text_area(key="live.prompt").value == PRESETS["copy-heavy"]
     assert any("break exactness" in w.value for w in at.warning)
     at.button(key="run_btn").click().run()
     rec = at.session_state["live_rec"]

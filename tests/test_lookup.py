@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_demo.decode import Draft, autoregressive, run, speculative
-from gpu_demo.lookup import LookupDrafter, find_continuation, one_hot_q, propose_ids
+from gpu_demo.decode import autoregressive, run, speculative
+from gpu_demo.drafters import Draft, LookupDrafter, find_continuation, one_hot_q, propose_ids
 from gpu_demo.sampler import SamplingConfig, logits_to_probs
 from specdec_core.stats import chi2_sf, chi_square_gof
 

@@ -80,8 +80,10 @@ def test_bad_rounds_raise_clear_errors():
 def test_alpha_agrees_with_the_engine_on_real_events():
     """The numpy counts equal gpu_demo.decode's own alpha_per_position on a real speculative run."""
     torch = pytest.importorskip("torch")
-    from gpu_demo.decode import ModelDrafter, alpha_per_position, overall_alpha, speculative
-    from gpu_demo.models import CharConfig, CharTransformer, WindowConfig, WindowMLP
+    from gpu_demo.decode import speculative
+    from gpu_demo.drafters import ModelDrafter
+    from gpu_demo.measure.stats import alpha_per_position, overall_alpha
+    from gpu_demo.models.char import CharConfig, CharTransformer, WindowConfig, WindowMLP
 
     torch.manual_seed(0)
     target = CharTransformer(CharConfig(vocab_size=12, n_layer=1, n_head=2, d_model=32, max_seq_len=128)).eval()

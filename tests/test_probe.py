@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_demo.probe import PROBE_SHAPES, ProbeShape, format_table, make_stack, probe, run_stack, run_to_end
+from gpu_demo.measure.probe import PROBE_SHAPES, ProbeShape, format_table, make_stack, probe, run_stack, run_to_end
 
 TINY = PROBE_SHAPES["tiny (d=64)"]
 

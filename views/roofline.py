@@ -7,11 +7,12 @@ import threading
 import numpy as np
 import streamlit as st
 
-from gpu_demo.probe import PROBE_SHAPES, device_label, format_table, pick_device, probe
+from gpu_demo.device import device_label, resolve_device
+from gpu_demo.measure.probe import PROBE_SHAPES, format_table, probe
 from specdec_core import roofline as rl
 from specdec_core import steptime as stp
 from ui import roofline_figures as rf
-from ui.controls import bound_radio, bound_select, slider_input
+from ui.controls import bound_radio, bound_select, number_box, slider_input
 
 CUSTOM = "Custom"
 GAMMAS = (1, 3, 7)
@@ -55,9 +56,12 @@ def pick_hardware() -> tuple[rl.Hardware | None, tuple]:
         st.caption(f"Source: {hw.source}. {hw.notes}")
         return hw, (name,)
     c1, c2, c3 = st.columns(3)
-    bf16 = c1.number_input("BF16 dense TFLOP/s", value=989.0, step=10.0, key="bf16", bind="query-params")
-    fp8 = c2.number_input("FP8 dense TFLOP/s (0 = none)", value=1979.0, step=10.0, key="fp8", bind="query-params")
-    bw = c3.number_input("Bandwidth TB/s", value=3.35, step=0.05, key="bw", bind="query-params")
+    with c1:
+        bf16 = number_box("BF16 dense TFLOP/s", "bf16", 0.0, 100_000.0, 989.0, 10.0)
+    with c2:
+        fp8 = number_box("FP8 dense TFLOP/s (0 = none)", "fp8", 0.0, 100_000.0, 1979.0, 10.0)
+    with c3:
+        bw = number_box("Bandwidth TB/s", "bw", 0.0, 1_000.0, 3.35, 0.05)
     key = (CUSTOM, float(bf16), float(fp8), float(bw))
     try:
         return hw_from_key(key), key
@@ -162,7 +166,7 @@ def steptime_section(hw: rl.Hardware, hw_key: tuple, mode: str, gamma: int, batc
 def probe_section() -> None:
     """Measure it here: a short probe of linear layers on this machine, against the roofline model."""
     st.header("Measure it here")
-    dev = device_label(pick_device())
+    dev = device_label(resolve_device("auto"))
     st.markdown(
         f"The probe times the linear layers (QKV, O, MLP) of one or two decoder layers on **{dev}** at 1, 2, "
         "4, ... tokens per pass. It first measures this machine's own ceilings (a large matmul and a memory "

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gpu_demo.models import CacheCursor, causal_bias_at_offset
+from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset
 
 
 @dataclass(frozen=True)
@@ -147,8 +147,8 @@ class Block(nn.Module):
         return x + self.feed_forward(self.ffn_norm(x))
 
 
-class Llama(CacheCursor, nn.Module):
-    """Decoder-only Llama with a static KV cache (implements gpu_demo.models.DecoderLM).
+class Llama(CachedDecoder, nn.Module):
+    """Decoder-only Llama with a static KV cache (implements gpu_demo.models.base.DecoderLM).
 
     forward over T new tokens returns logits for all T; the cache holds `cache_len` committed
     positions out of `max_seq_len` preallocated, and `rollback(n)` keeps the first n in O(1)
@@ -170,10 +170,8 @@ class Llama(CacheCursor, nn.Module):
             self.register_buffer("out_ids", torch.arange(cfg.n_out))  # (n_out,) token ids the head scores
         else:
             self.out_ids = None
-        self._len = 0
-        self._batch = 0
-        self._cache: list[tuple[torch.Tensor, torch.Tensor]] = []
-        self._cos = self._sin = None
+        self.cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, max_len)
+        self._cos = self._sin = None  # RoPE tables (max_len, hd/2), built on the weights' device
 
     # ------------------------------------------------------------------ properties --
     @property
@@ -186,23 +184,11 @@ class Llama(CacheCursor, nn.Module):
         """Weight dtype (the cache uses it too)."""
         return self.tok_embeddings.weight.dtype
 
-    # ----------------------------------------------------------------------- cache --
-    def reset(self, batch_size: int = 1) -> None:
-        """Empty the cache; (re)allocate (B, n_kv, max_seq_len, hd) K and V per layer when B, device or dtype change."""
-        w = self.tok_embeddings.weight
-        need = (
-            not self._cache or self._batch != batch_size
-            or self._cache[0][0].device != w.device or self._cache[0][0].dtype != w.dtype
-        )
-        if need:
-            shape = (batch_size, self.cfg.n_kv_heads, self.max_seq_len, self.cfg.head_dim)
-            self._cache = [
-                (torch.zeros(shape, device=w.device, dtype=w.dtype), torch.zeros(shape, device=w.device, dtype=w.dtype))
-                for _ in range(self.cfg.n_layers)
-            ]
-            self._cos, self._sin = rope_tables(self.cfg.head_dim, self.max_seq_len, self.cfg.rope_base, w.device)
-            self._batch = batch_size
-        self._len = 0
+    def _rope(self, start: int, t_new: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """RoPE cos and sin (T, hd/2) for positions start..start+T-1 (tables built once per device)."""
+        if self._cos is None or self._cos.device != self.device:
+            self._cos, self._sin = rope_tables(self.cfg.head_dim, self.max_seq_len, self.cfg.rope_base, self.device)
+        return self._cos[start : start + t_new], self._sin[start : start + t_new]
 
     # --------------------------------------------------------------------- forward --
     def head(self, h: torch.Tensor) -> torch.Tensor:
@@ -221,21 +207,13 @@ class Llama(CacheCursor, nn.Module):
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """idx (B, T) at positions cache_len..cache_len+T-1 -> logits (B, T, V) float32; appends T to the cache."""
         B, T = idx.shape
-        start = self._len
-        if not self._cache or B != self._batch:
-            if start:
-                raise ValueError("batch size changed with a non-empty cache; call reset() first")
-            self.reset(B)
-        if start + T > self.max_seq_len:
-            raise ValueError(
-                f"sequence would reach {start + T} positions; this model's cache holds {self.max_seq_len}"
-            )
-        cos, sin = self._cos[start : start + T], self._sin[start : start + T]  # (T, hd/2)
+        start = self.cache.reserve(B, T, self.device, self.dtype)
+        cos, sin = self._rope(start, T)  # (T, hd/2)
         x = self.tok_embeddings(idx)  # (B, T, C)
         mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
-        for layer, (ck, cv) in zip(self.layers, self._cache):
+        for layer, ck, cv in zip(self.layers, self.cache.k, self.cache.v):
             x = layer(x, ck, cv, start, cos, sin, mask)
-        self._len = start + T
+        self.cache.advance(T)
         return self.head(x)
 
     def trunk(self, x: torch.Tensor) -> torch.Tensor:

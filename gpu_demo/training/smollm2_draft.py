@@ -24,10 +24,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gpu_demo.gguf_loader import SmolLM2, cache_root, load_smollm2
-from gpu_demo.llama import Llama, LlamaConfig
+from gpu_demo.models.gguf import SmolLM2, cache_root, load_smollm2
+from gpu_demo.models.llama import Llama, LlamaConfig
 
-ASSETS = Path(__file__).resolve().parent / "assets"
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 DRAFT_NAME = "smollm2_draft"
 
 
@@ -98,7 +98,7 @@ def distil_set(smol: SmolLM2, cfg: SmolDraftConfig, log=print) -> dict[str, torc
     """Train/val windows and the target's top-k laws on them, cached under the user's cache dir."""
     from safetensors.torch import load_file, save_file
 
-    from gpu_demo.corpus import load_books, train_val_split
+    from gpu_demo.training.corpus import load_books, train_val_split
 
     key = hashlib.sha256(
         json.dumps([cfg.seq_len, cfg.train_windows, cfg.val_windows, cfg.top_k, cfg.seed, "v1"]).encode()

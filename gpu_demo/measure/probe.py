@@ -20,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gpu_demo.device import device_label, resolve_device, time_call, timed_once
 from specdec_core.steptime import fit_knee, knee_tokens, linear_stack_time
 
 
@@ -95,50 +96,6 @@ class ProbeEvent:
     result: ProbeResult | None = None
 
 
-def pick_device(prefer: str = "auto") -> torch.device:
-    """CUDA if present (or asked for), else CPU."""
-    if prefer == "cpu" or (prefer == "auto" and not torch.cuda.is_available()):
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise ValueError("CUDA was asked for but is not available on this machine")
-    return torch.device("cuda")
-
-
-def device_label(dev: torch.device) -> str:
-    """A human name for the device that was measured."""
-    if dev.type == "cuda":
-        return f"CUDA: {torch.cuda.get_device_name(dev)}"
-    n = torch.get_num_threads()
-    return f"CPU ({n} thread{'' if n == 1 else 's'})"
-
-
-def _sync(dev: torch.device) -> None:
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-
-
-def time_call(fn: Callable[[], object], dev: torch.device, repeats: int) -> list[float]:
-    """Wall-clock seconds of ``repeats`` calls after one warm-up, synchronising the device each time."""
-    fn()
-    _sync(dev)
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        _sync(dev)
-        out.append(time.perf_counter() - t0)
-    return out
-
-
-def timed_once(fn: Callable[[], object], dev: torch.device) -> float:
-    """Wall-clock seconds of one synchronised call (no warm-up)."""
-    _sync(dev)
-    t0 = time.perf_counter()
-    fn()
-    _sync(dev)
-    return time.perf_counter() - t0
-
-
 def measure_matmul_rate(dev: torch.device, dtype: torch.dtype, n: int, repeats: int = 3) -> float:
     """FLOP/s of an n x n x n matmul: 2 n^3 / best time (a ceiling: noise only slows a run down)."""
     a = torch.randn(n, n, device=dev, dtype=dtype)   # (n, n)
@@ -187,7 +144,7 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
             raise ValueError(f"threads must be >= 1; got {threads}")
         torch.set_num_threads(threads)
     start = time.perf_counter()
-    dev = pick_device(device)
+    dev = resolve_device(device)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
     elt = torch.finfo(dtype).bits // 8
     torch.manual_seed(seed)

@@ -1,4 +1,4 @@
-"""Batch view of the live page (CUDA only): verify cost v measured at batch 1..256 beside the step-time model.
+"""Batch timing for the live page's batch view (meaningful on CUDA): v measured at batch 1..256 beside the model.
 
 v(B) = t(B sequences x (gamma + 1) new tokens) / t(B sequences x 1 new token) on the pair's own target,
 at a fixed cached context, median of a few synchronised repeats. The model curve is the roofline page's
@@ -8,11 +8,11 @@ at a fixed cached context, median of a few synchronised repeats. The model curve
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable, Sequence
 
 import torch
 
+from gpu_demo.device import timed_once
 from specdec_core.roofline import HARDWARE, Hardware
 from specdec_core.steptime import DecoderShape, spec_curve
 
@@ -24,13 +24,7 @@ def _timed_forward(model, idx: torch.Tensor, start: int, repeats: int) -> float:
     times = []
     for _ in range(repeats):
         model.rollback(start)
-        if idx.is_cuda:
-            torch.cuda.synchronize(idx.device)
-        t0 = time.perf_counter()
-        model.forward(idx)
-        if idx.is_cuda:
-            torch.cuda.synchronize(idx.device)
-        times.append(time.perf_counter() - t0)
+        times.append(timed_once(lambda: model.forward(idx), idx.device))
     return statistics.median(times)
 
 

@@ -19,7 +19,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-ASSETS = Path(__file__).resolve().parent / "assets"
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 CORPUS_PATH = ASSETS / "austen.txt.xz"
 DEBIAN_DATA = Path("/usr/lib/R/site-library/janeaustenr/data")
 # Publication order; each is a character vector of lines in the package.

@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from gpu_demo.device import resolve_device
+
 INSTALL_TRANSFORMERS = "pip install transformers==5.23.0"
 LICENSE_NOTE = "the models' own licenses apply (see each model card)"
 
@@ -181,9 +183,7 @@ def load_hf_pair(
 ) -> HFPair:
     """Load a target and a draft (local paths or hub ids) that share a tokenizer, for gpu_demo's decoder."""
     transformers = require_transformers()
-    dev = torch.device(
-        "cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device)
-    )
+    dev = resolve_device(device)
     dt = pick_dtype(dev, dtype)
     try:
         t_tok = transformers.AutoTokenizer.from_pretrained(target, trust_remote_code=False)
@@ -237,7 +237,7 @@ def load_pair(
     max_len: int | None = None,
 ):
     """Registry loader for pair 'hf': target and draft ids/paths come from the command line or config only."""
-    from gpu_demo.decode import ModelDrafter
+    from gpu_demo.drafters import ModelDrafter
     from gpu_demo.pairs import Pair
 
     if not target or not draft:

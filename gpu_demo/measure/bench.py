@@ -26,15 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-from gpu_demo.decode import (
-    RoundEvent,
-    alpha_per_position,
-    autoregressive,
-    mean_accepted_length,
-    overall_alpha,
-    run,
-    speculative,
-)
+from gpu_demo.decode import RoundEvent, autoregressive, run, speculative
+from gpu_demo.measure.stats import alpha_per_position, mean_accepted_length, overall_alpha
 from gpu_demo.pairs import Pair
 from gpu_demo.sampler import SamplingConfig
 from specdec_core.algebra import speedup_positional

@@ -15,9 +15,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from gpu_demo.corpus import ASSETS, load_books, train_val_split
-from gpu_demo.distill import distill, lr_cosine
-from gpu_demo.models import (
+from gpu_demo.models.char import (
     CharConfig,
     CharTransformer,
     ExpertSumLM,
@@ -26,6 +24,8 @@ from gpu_demo.models import (
     load_char_model,
     save_char_model,
 )
+from gpu_demo.training.corpus import ASSETS, load_books, train_val_split
+from gpu_demo.training.distill import distill, lr_cosine
 
 
 @dataclass(frozen=True)

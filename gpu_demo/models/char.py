@@ -1,17 +1,8 @@
-"""Decoder-only language models with a preallocated, roll-back-able KV cache.
+"""The built-in character-level pair: its tokenizer, a nanoGPT-style transformer, and a window-MLP draft.
 
-Every target and draft model plugged into ``gpu_demo.decode`` implements :class:`DecoderLM`:
-
-* ``forward(idx)`` with ``idx`` a LongTensor ``(B, T)`` of *new* tokens returns logits ``(B, T, V)``
-  and appends those T positions to the cache at absolute positions ``cache_len .. cache_len + T - 1``
-  (the causal mask is aligned to that offset: query i sees keys ``0 .. cache_len + i``);
-* ``cache_len`` is the number of positions held; ``rollback(n)`` truncates to the first n in O(1)
-  (it only moves an integer: the stale entries are overwritten by the next forward);
-* ``reset(batch_size=1)`` empties the cache (and reallocates it if the batch size changes);
-* ``vocab_size``, ``max_seq_len`` and ``device`` describe the model.
-
-The built-in :class:`CharTransformer` is a nanoGPT-style pre-LayerNorm transformer with learned
-absolute positions; :meth:`CharTransformer.forward_train` is the cache-free full-sequence path used for
+:class:`CharTransformer` is a pre-LayerNorm transformer with learned absolute positions and a static
+:class:`~gpu_demo.models.base.KVCache`; :class:`WindowMLP` keeps its token history in a
+:class:`~gpu_demo.models.base.TokenHistory`. ``forward_train`` is the cache-free full-sequence path used for
 training and for the "fresh full forward" reference in the cache tests.
 """
 
@@ -21,85 +12,12 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-
-@runtime_checkable
-class DecoderLM(Protocol):
-    """What the decoder needs from a model: incremental forward over a KV cache that can roll back."""
-
-    vocab_size: int
-    max_seq_len: int
-
-    @property
-    def device(self) -> torch.device:
-        """Device holding the weights and the cache."""
-        ...
-
-    @property
-    def cache_len(self) -> int:
-        """Number of positions currently held in the KV cache (the committed prefix)."""
-        ...
-
-    def reset(self, batch_size: int = 1) -> None:
-        """Empty the cache (cache_len = 0), reallocating it for ``batch_size`` sequences if needed."""
-        ...
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        """Logits (B, T, V) for T new tokens (B, T) appended at positions cache_len..cache_len+T-1."""
-        ...
-
-    def rollback(self, n: int) -> None:
-        """Truncate the cache to its first n positions, 0 <= n <= cache_len, in O(1)."""
-        ...
-
-
-class CacheCursor:
-    """The committed length of a static, preallocated cache: ``cache_len``, and ``rollback(n)`` in O(1).
-
-    Rolling back only moves the cursor; later writes overwrite the stale tail. Shared by every
-    built-in model (and the Llama module), so the rule lives in one place.
-    """
-
-    _len: int = 0
-
-    @property
-    def cache_len(self) -> int:
-        """Positions held in the cache."""
-        return self._len
-
-    def rollback(self, n: int) -> None:
-        """Keep the first n cached positions, 0 <= n <= cache_len, in O(1)."""
-        if not 0 <= n <= self._len:
-            raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
-        self._len = n
-
-    def num_params(self) -> int:
-        """Number of parameters (tied weights counted once)."""
-        return sum(p.numel() for p in self.parameters())  # type: ignore[attr-defined]
-
-
-@runtime_checkable
-class Tokenizer(Protocol):
-    """Text <-> token ids. ``encode`` raises ValueError naming any characters it cannot represent."""
-
-    vocab_size: int
-
-    def encode(self, text: str) -> list[int]:
-        """Token ids for text."""
-        ...
-
-    def decode(self, ids: list[int] | tuple[int, ...]) -> str:
-        """Text for token ids."""
-        ...
-
-    def piece(self, token_id: int) -> str:
-        """Display text of one token (for coloured output and top-5 tables)."""
-        ...
+from gpu_demo.models.base import CachedDecoder, KVCache, TokenHistory, causal_bias_at_offset
 
 
 class CharTokenizer:
@@ -172,23 +90,6 @@ class CharConfig:
         return cls(**json.loads(text))
 
 
-def causal_mask_at_offset(start: int, t_new: int, device: torch.device) -> torch.Tensor:
-    """Boolean mask (T_new, start + T_new): query i (absolute position start+i) sees keys j <= start+i."""
-    q_pos = torch.arange(start, start + t_new, device=device)[:, None]  # (T, 1)
-    k_pos = torch.arange(start + t_new, device=device)[None, :]  # (1, S)
-    return k_pos <= q_pos  # (T, S)
-
-
-def causal_bias_at_offset(start: int, t_new: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """Additive mask (T_new, start + T_new): 0 where key j <= start + i, -inf after (the same rule as above).
-
-    Built once per forward and shared by every layer, so attention does not convert a boolean mask
-    in each layer (on a CPU that conversion costs more than the attention over a few new tokens).
-    """
-    mask = torch.zeros(t_new, start + t_new, device=device, dtype=dtype)  # (T, S)
-    return mask.masked_fill_(~causal_mask_at_offset(start, t_new, device), float("-inf"))
-
-
 class Block(nn.Module):
     """Pre-LN transformer block: x + attn(ln1 x), then + mlp(ln2 x). Functional calls keep overhead low."""
 
@@ -243,7 +144,7 @@ class Block(nn.Module):
         return self._finish(x, y)
 
 
-class CharTransformer(CacheCursor, nn.Module):
+class CharTransformer(CachedDecoder, nn.Module):
     """Character-level decoder-only transformer with a static KV cache (implements DecoderLM)."""
 
     def __init__(self, cfg: CharConfig) -> None:
@@ -258,10 +159,7 @@ class CharTransformer(CacheCursor, nn.Module):
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self._k: list[torch.Tensor] = []
-        self._v: list[torch.Tensor] = []
-        self._len = 0
-        self._batch = 0
+        self.cache = KVCache(cfg.n_layer, cfg.n_head, cfg.d_model // cfg.n_head, cfg.max_seq_len)
         self.apply(self._init_weights)
         for name, p in self.named_parameters():  # GPT-2 scaled init of residual projections
             if name.endswith("proj.weight") or name.endswith("out.weight"):
@@ -280,34 +178,20 @@ class CharTransformer(CacheCursor, nn.Module):
         """Device of the weights (the cache follows it)."""
         return self.tok_emb.weight.device
 
-    def reset(self, batch_size: int = 1) -> None:
-        """Empty the cache; (re)allocate (B, nh, max_seq_len, hs) buffers per layer when B or dtype changes."""
-        w = self.tok_emb.weight
-        need = not self._k or self._batch != batch_size or self._k[0].device != w.device or self._k[0].dtype != w.dtype
-        if need:
-            hs = self.cfg.d_model // self.cfg.n_head
-            shape = (batch_size, self.cfg.n_head, self.max_seq_len, hs)
-            with torch.inference_mode(False):  # normal tensors: usable both inside and outside inference mode
-                self._k = [torch.zeros(shape, device=w.device, dtype=w.dtype) for _ in self.blocks]
-                self._v = [torch.zeros(shape, device=w.device, dtype=w.dtype) for _ in self.blocks]
-            self._batch = batch_size
-        self._len = 0
+    @property
+    def dtype(self) -> torch.dtype:
+        """Weight dtype (the cache uses it too)."""
+        return self.tok_emb.weight.dtype
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Logits (B, T, V) for new tokens idx (B, T) at positions cache_len..cache_len+T-1; appends to cache."""
         B, T = idx.shape
-        start = self._len
-        if not self._k or B != self._batch:
-            self.reset(B)
-            if start:
-                raise ValueError("batch size changed with a non-empty cache; call reset() first")
-        if start + T > self.max_seq_len:
-            raise ValueError(f"sequence would reach {start + T} positions; this model's context is {self.max_seq_len}")
+        start = self.cache.reserve(B, T, self.device, self.dtype)
         x = self.tok_emb(idx) + self.pos_emb.weight[start : start + T]  # (B, T, d)
         mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
-        for blk, kc, vc in zip(self.blocks, self._k, self._v):
+        for blk, kc, vc in zip(self.blocks, self.cache.k, self.cache.v):
             x = blk.forward_cached(x, kc, vc, start, mask)
-        self._len = start + T
+        self.cache.advance(T)
         x = F.layer_norm(x, (self.cfg.d_model,), self.ln_f.weight, self.ln_f.bias)
         return F.linear(x, self.head.weight)  # (B, T, V)
 
@@ -334,7 +218,7 @@ class WindowConfig:
     max_seq_len: int = 512
 
 
-class WindowMLP(CacheCursor, nn.Module):
+class WindowMLP(CachedDecoder, nn.Module):
     """Bengio-style window MLP draft: logits_t = W2 gelu(W1 [e(x_{t-w+1}); ...; e(x_t)]) (implements DecoderLM).
 
     Its "cache" is the token history, so rollback is O(1) and a decode step is ~5 tensor ops: that is
@@ -351,28 +235,17 @@ class WindowMLP(CacheCursor, nn.Module):
         self.fc1 = nn.Linear(cfg.window * cfg.d_emb, cfg.d_hidden)
         self.fc2 = nn.Linear(cfg.d_hidden, cfg.d_hidden)
         self.head = nn.Linear(cfg.d_hidden, cfg.vocab_size)
-        self._buf = torch.empty(0, dtype=torch.long)
-        self._len = 0
-        self._batch = 0
+        self.cache = TokenHistory(cfg.window, pad_id=cfg.vocab_size, capacity=cfg.max_seq_len)
 
     @property
     def device(self) -> torch.device:
         """Device of the weights."""
         return self.emb.weight.device
 
-    def reset(self, batch_size: int = 1) -> None:
-        """Empty the history: a (B, window + max_seq_len) buffer whose first `window` entries are padding."""
-        if self._batch != batch_size or self._buf.device != self.device:
-            with torch.inference_mode(False):
-                self._buf = self._new_buffer(batch_size)
-            self._batch = batch_size
-        self._len = 0
-
-    def _new_buffer(self, batch_size: int) -> torch.Tensor:
-        """Token history (B, window + max_seq_len) filled with the padding id."""
-        return torch.full(
-            (batch_size, self.cfg.window + self.max_seq_len), self.cfg.vocab_size, dtype=torch.long, device=self.device
-        )
+    @property
+    def dtype(self) -> torch.dtype:
+        """Weight dtype."""
+        return self.emb.weight.dtype
 
     def fold(self) -> None:
         """Per window slot, table[i, x] = W1[:, iE:(i+1)E] e(x) (+ b1 in slot 0): layer 1 is a gather-sum.
@@ -402,19 +275,14 @@ class WindowMLP(CacheCursor, nn.Module):
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Logits (B, T, V) for new tokens idx (B, T) appended at positions cache_len..cache_len+T-1."""
         B, T = idx.shape
-        if B != self._batch:
-            if self._len:
-                raise ValueError("batch size changed with a non-empty history; call reset() first")
-            self.reset(B)
-        start, W = self._len, self.cfg.window
-        if start + T > self.max_seq_len:
-            raise ValueError(f"sequence would reach {start + T} positions; this model's context is {self.max_seq_len}")
-        self._buf[:, W + start : W + start + T] = idx
-        self._len = start + T
+        start, W = self.cache.reserve(B, T, self.device, self.dtype), self.cfg.window
+        buf = self.cache.ids  # (B, W + capacity)
+        buf[:, W + start : W + start + T] = idx
+        self.cache.advance(T)
         if T == 1:
-            windows = self._buf[:, start + 1 : start + 1 + W].unsqueeze(1)  # (B, 1, W)
+            windows = buf[:, start + 1 : start + 1 + W].unsqueeze(1)  # (B, 1, W)
         else:
-            windows = self._buf[:, start + 1 : start + T + W].unfold(1, W, 1)  # (B, T, W)
+            windows = buf[:, start + 1 : start + T + W].unfold(1, W, 1)  # (B, T, W)
         return self._logits(windows, folded=True)
 
     def forward_train(self, idx: torch.Tensor) -> torch.Tensor:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from gpu_demo.decode import ModelDrafter
-from gpu_demo.gguf_loader import LICENSE, SmolLM2, load_smollm2, render_chat
-from gpu_demo.lookup import LookupDrafter
+from gpu_demo.drafters import LookupDrafter, ModelDrafter
+from gpu_demo.models.gguf import LICENSE, SmolLM2, load_smollm2, render_chat
 from gpu_demo.pairs import Pair
 
 
@@ -81,7 +80,7 @@ def load_lookup_pair(
 
 def load_draft_pair(device: torch.device, dtype: torch.dtype | str | None = None, max_len: int | str = 2048) -> Pair:
     """SmolLM2 target + the distilled 2-layer draft committed in assets/smollm2_draft.*."""
-    from gpu_demo.train_smol import load_draft
+    from gpu_demo.training.smollm2_draft import load_draft
 
     dt = _dtype(device, dtype)
     max_len = int(max_len)
