@@ -272,3 +272,15 @@ def test_parse_raises_only_value_error(text):
     else:
         assert c.num_draft_tokens > 0 and 0 <= c.acceptance_rate() <= 1
         assert 1 <= c.mean_acceptance_length() <= c.gamma + 1 + 0.005
+
+
+def test_negative_control_without_the_rounding_allowance_a_real_line_is_refused(monkeypatch):
+    """The tolerances are needed: with none, vLLM's own line for 1 accepted of 3 drafts (1.33 vs 0.333) fails."""
+    from specdec_core import vllm_counts
+
+    line = log_line(3, 3, 1, [1])
+    assert vm.parse(line).per_position_rates()[0] == 0.333
+    monkeypatch.setattr(vllm_counts, "LOG_LENGTH_ROUNDING", 0.0)
+    monkeypatch.setattr(vllm_counts, "LOG_RATE_ROUNDING", 0.0)
+    with pytest.raises(ValueError, match="do not add up"):
+        vm.parse(line)
