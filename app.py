@@ -7,6 +7,7 @@ Streamlit 1.67 starts in its legacy multipage mode, and the first deep link on a
 
 import streamlit as st
 
+from ui.controls import page_scope
 from ui.theme import register_template
 
 st.set_page_config(page_title="specdec-lab", page_icon=":material/fast_forward:", layout="wide")
@@ -22,6 +23,7 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
+page_scope(page.url_path or "home")  # widget keys and URL settings belong to this page (ui/controls.py)
 
 with st.sidebar:
     st.caption(

@@ -110,12 +110,12 @@ def test_cap_note_when_drafts_are_free(app_test):
 
 def test_slider_and_box_change_the_readouts(app_test):
     at = app_test(PAGE)
-    at.slider(key="alpha__slider").set_value(0.8).run()
+    at.slider(key="algebra.alpha__slider").set_value(0.8).run()
     assert_clean(at)
     assert_readouts(at, 0.8, 3, 0.1, 1.0)
-    at.number_input(key="gamma").set_value(5).run()
+    at.number_input(key="algebra.gamma").set_value(5).run()
     assert_readouts(at, 0.8, 5, 0.1, 1.0)
-    at.number_input(key="c").set_value(0.0123).run()                 # typed exactly, not snapped to the slider step
+    at.number_input(key="algebra.c").set_value(0.0123).run()         # typed exactly, not snapped to the slider step
     assert_readouts(at, 0.8, 5, 0.0123, 1.0)
 
 
@@ -126,7 +126,7 @@ def test_out_of_range_url_values_are_refused_with_a_message(app_test, param, val
     assert_clean(at)
     assert any(param in w.value and ("allowed" in w.value.lower() or "integer" in w.value) for w in at.warning)
     # Whatever value the widgets settled on, the readouts are the core's numbers for it.
-    held = {k: at.number_input(key=k).value for k in ("alpha", "gamma", "c", "v")}
+    held = {k: at.number_input(key=f"algebra.{k}").value for k in ("alpha", "gamma", "c", "v")}
     assert 0 <= held["alpha"] <= 1 and 0 <= held["gamma"] <= 16 and 0 <= held["c"] <= 1 and 0.5 <= held["v"] <= 5
     assert_readouts(at, held["alpha"], held["gamma"], held["c"], held["v"])
 
@@ -178,7 +178,7 @@ def test_monte_carlo_summary_is_the_simulation(app_test):
 def test_preset_loads_and_compares(app_test, row):
     prefix = "Leviathan" if row in ps.LEVIATHAN_ROWS else "Chen"
     at = app_test(PAGE)
-    at.selectbox(key="preset").select(f"{prefix}: {row.name}").run()
+    at.selectbox(key="algebra.preset").select(f"{prefix}: {row.name}").run()
     assert_clean(at)
     alpha = row.alpha if row.alpha is not None else round(alg.implied_alpha(row.reported_speedup, row.gamma, row.c), 4)
     ic = alg.implied_c(row.alpha, row.gamma, row.reported_speedup) if row.alpha is not None else None

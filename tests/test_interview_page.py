@@ -3,6 +3,7 @@ drills are graded right and wrong; classroom mode predicts then reveals; the oth
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import parse_qsl
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
+from ui.controls import widget_key
 
 PAGE = "views/interview.py"
 
@@ -28,9 +30,11 @@ def _assert_page_took_params(app_test, link: ic.Link) -> None:
     at = app_test(link.page, **link.params)
     _no_exception(at)
     assert not [w.value for w in at.warning if "in the URL" in w.value], f"{link.url}: a URL value was refused"
+    page = Path(link.page).stem                                       # the page's scope in ui.controls
     for key, raw in link.params.items():
-        assert key in at.session_state, f"{link.url}: the page binds no widget with key {key!r}"
-        value = at.session_state[key]
+        wkey = widget_key(key, page)
+        assert wkey in at.session_state, f"{link.url}: the page binds no widget with key {wkey!r}"
+        value = at.session_state[wkey]
         if isinstance(value, bool):
             assert value == (raw.lower() in ("1", "true")), (link.url, key, value)
         elif isinstance(value, (int, float)):
@@ -128,7 +132,7 @@ def test_new_set_changes_the_seed(app_test):
     at = _drills(app_test)
     at.button(key="new_set").click().run()
     _no_exception(at)
-    seed = at.text_input(key="seed").value
+    seed = at.text_input(key="interview.seed").value
     assert seed and seed != "classroom"
     assert dt.prompt(dr.make_drill("tokens", seed)) in " ".join(m.value for m in at.markdown)
 
@@ -139,7 +143,7 @@ def test_classroom_button_and_a_shareable_link_for_any_seed(app_test):
     captions = " ".join(c.value for c in at.caption)
     assert "seed=my%20set%26x" in captions                 # the link text survives a copy-paste
     at.button(key="class_set").click().run()
-    assert at.text_input(key="seed").value == dr.CLASSROOM_SEED
+    assert at.text_input(key="interview.seed").value == dr.CLASSROOM_SEED
 
 
 # -------------------------------------------------------------- classroom ----
@@ -147,7 +151,7 @@ def test_classroom_button_and_a_shareable_link_for_any_seed(app_test):
 def test_classroom_flag_in_url_turns_it_on(app_test, flag):
     at = app_test(PAGE, part="Drills", classroom=flag)
     _no_exception(at)
-    assert at.toggle(key="classroom").value is True
+    assert at.toggle(key="interview.classroom").value is True
     css = " ".join(h.proto.body for h in at.get("html"))
     assert "stSidebar" in css and "display: none" in css and "font-size" in css
     # without a seed in the URL, classroom mode uses the shared classroom set
@@ -222,7 +226,7 @@ def test_walkthrough_reveal_and_next(app_test):
     assert at.success[0].value == ic.reveal_text(step)
     at.button(key="walk_next").click().run()
     _no_exception(at)
-    assert at.session_state["step"] == 3
+    assert at.session_state["interview.step"] == 3
     assert any(ic.WALKTHROUGH[2].title in m.value for m in at.markdown)
 
 

@@ -25,7 +25,7 @@ def _metric(at, label: str) -> str:
 def test_each_preset_renders_alpha_and_tv_from_the_core(app_test, preset):
     at = app_test(PAGE, preset=preset, vocab="12", n=FAST)
     _ok(at)
-    assert at.session_state["preset"] == preset
+    assert at.session_state["proof.preset"] == preset
     p, q = pc.preset_pair(preset, 12)
     assert _metric(at, "alpha = sum min(p, q)") == f"{acceptance_rate(p, q):.4f}"
     assert _metric(at, "TV(p, q)") == f"{total_variation(p, q):.4f}"
@@ -58,7 +58,7 @@ def test_greedy_from_logits_is_one_hot(app_test):
 
 def test_changing_the_case_in_the_widget_updates_the_numbers(app_test):
     at = app_test(PAGE, n=FAST)
-    at.selectbox(key="preset").set_value("disjoint").run()
+    at.selectbox(key="proof.preset").set_value("disjoint").run()
     _ok(at)
     assert _metric(at, "alpha = sum min(p, q)") == "0.0000"
     assert _metric(at, "TV(p, q)") == "1.0000"
@@ -93,7 +93,7 @@ def test_a_draw_where_p_is_zero_shows_in_words_not_inf(app_test):
 def test_each_mistake_view_renders(app_test, mistake):
     at = app_test(PAGE, mistake=mistake, n=FAST)
     _ok(at)
-    assert at.session_state["mistake"] == mistake
+    assert at.session_state["proof.mistake"] == mistake
 
 
 def test_naive_normalisation_on_identical_laws_is_reported_undefined(app_test):
@@ -132,7 +132,7 @@ def test_bad_vectors_show_a_message_not_a_traceback(app_test, p, q, message):
 def test_out_of_range_url_values_are_refused_with_the_range(app_test, key, value):
     at = app_test(PAGE, preset="logits", **({"n": FAST} | {key: value}))
     _ok(at)
-    assert any(f"`{key}={value}`" in w.value and "allowed range" in w.value for w in at.warning)
+    assert any(f"{key}={value} in the URL" in w.value and "allowed range" in w.value for w in at.warning)
 
 
 def test_exhaustive_check_and_identical_draft_are_shown(app_test):

@@ -43,9 +43,9 @@ def test_every_preset_and_mode_renders(app_test):
     at = app_test(PAGE)
     seen = 0
     for name, hw in rl.HARDWARE.items():
-        at.selectbox(key="hw").set_value(name).run()
+        at.selectbox(key="roofline.hw").set_value(name).run()
         for mode in rl.MODES:
-            at.radio(key="mode").set_value(mode).run()
+            at.radio(key="roofline.mode").set_value(mode).run()
             assert not at.exception, (name, mode, at.exception)
             m = metrics(at)
             if hw.supports(mode):
@@ -90,7 +90,7 @@ def test_custom_hardware_and_bad_values(app_test):
     at = app_test(PAGE, hw="Custom", bf16="500", fp8="0", bw="2")
     assert not at.exception
     assert metrics(at)["Ridge (FLOP/byte)"] == "250"
-    at.radio(key="mode").set_value("fp8").run()
+    at.radio(key="roofline.mode").set_value("fp8").run()
     assert any("not supported by this hardware" in w.value for w in at.warning)
     at = app_test(PAGE, hw="Custom", bw="0")
     assert not at.exception

@@ -13,6 +13,7 @@ import streamlit as st
 from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
+from ui.controls import set_value
 from ui.interview_figures import drill_figure
 
 SCORE = "iv_score"          # {(seed, kind): bool}, the latest verdict per drill of the current set
@@ -233,7 +234,7 @@ def render_walkthrough(step: int) -> None:
             st.success(ic.reveal_text(s))
     if step < len(steps):
         def _next() -> None:
-            st.session_state["step"] = step + 1
+            set_value("step", step + 1)
 
         st.button(f"Next step: {steps[step].title}", key="walk_next", on_click=_next, icon=":material/arrow_forward:")
     else:

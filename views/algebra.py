@@ -9,7 +9,8 @@ from specdec_core import algebra as alg
 from specdec_core import presets as ps
 from specdec_core.simulate import empirical_pmf, simulate_tokens_per_step, summarise
 from ui.algebra_figures import alpha_figure, gamma_figure, heatmap_figure, pmf_figure
-from ui.controls import bound_radio, bound_select, slider_input
+from ui.algebra_vllm import paste_section, positional_comparison
+from ui.controls import bound_radio, bound_select, bound_text, get_value, set_value, slider_input
 
 MAX_GAMMA = 32                     # the integer search range for the best gamma
 MC_STEPS = 200_000                 # Monte Carlo steps shown on the page
@@ -52,12 +53,12 @@ def preset_values(row: ps.PaperRow) -> dict[str, float]:
 
 def _load_preset() -> None:
     """Callback: copy the chosen preset into the bound controls."""
-    row = PRESETS.get(st.session_state["preset"])
+    row = PRESETS.get(get_value("preset"))
     if row is None:
         return
     for key, value in preset_values(row).items():
         if value is not None:
-            st.session_state[key] = value
+            set_value(key, value)
 
 
 def controls() -> tuple[float, int, float, float, str]:
@@ -89,7 +90,7 @@ def _table_edited(editor_key: str, base: list[float]) -> None:
     for row, change in st.session_state[editor_key].get("edited_rows", {}).items():
         if "alpha_j" in change:
             values[int(row)] = change["alpha_j"]
-    st.session_state["aj"] = ", ".join("" if x is None else f"{x:g}" for x in values)
+    set_value("aj", ", ".join("" if x is None else f"{x:g}" for x in values))
 
 
 def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -100,10 +101,9 @@ def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np
     decayed = alg.decay_alphas(alpha, rho, gamma)
     if mode == "decay":
         return decayed, alg.decay_alphas(alpha, rho, MAX_GAMMA)
-    text = st.text_input(
+    text = bound_text(
         "alpha_j, comma-separated (missing positions use the decay model; or edit the table)",
-        key="aj",
-        bind="query-params",
+        "aj",
         placeholder=", ".join(f"{a:.3f}" for a in decayed),
     )
     try:
@@ -186,13 +186,7 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
     else:
         st.markdown(f"**{label}:** {n(be, 4)}. Below it speculation is a slowdown.")
     if search is not None:
-        gap = alg.positional_gap(aj, c, v)
-        st.info(
-            f"The constant-alpha formula at the mean rate alpha_bar = {n(gap['alpha_bar'])} predicts E[N] = "
-            f"{n(gap['en_constant'])} and {gap['speedup_constant']:.2f}x; the per-position value is "
-            f"{n(gap['en_positional'])} and {gap['speedup_positional']:.2f}x, so it is off by "
-            f"{gap['rel_error']:+.1%}. A single average rate does not fix the products of the alpha_j."
-        )
+        positional_comparison(aj, c, v)                # alpha_j against vLLM's r_j; the constant with the same E[N]
     return s
 
 
@@ -368,7 +362,8 @@ def render() -> None:
     aj, search = position_alphas(alpha, gamma, mode)
     readouts(alpha, gamma, c, v, aj, search)
     figures(alpha, gamma, c, v, aj, search)
-    paper_section(st.session_state.get("preset", NO_PRESET), {"alpha": alpha, "gamma": gamma, "c": c, "v": v})
+    paste_section(c, v)
+    paper_section(get_value("preset", NO_PRESET), {"alpha": alpha, "gamma": gamma, "c": c, "v": v})
     seed_section()
     st.subheader("Greedy decoding")
     st.markdown(

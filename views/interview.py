@@ -13,16 +13,14 @@ import streamlit as st
 from content import interview_content as ic
 from specdec_core import drills as dr
 from ui import interview_widgets as w
-from ui.controls import bound_radio, bound_toggle, slider_input
+from ui.controls import bound_radio, bound_text, bound_toggle, set_value, slider_input
+from ui.safe_text import md
 
 PARTS = ("Checklist", "Drills", "Concepts", "30-second", "Flashcards", "Walkthrough")
 
 
 def classroom_toggle() -> bool:
     """The URL-bound classroom switch; ?classroom=1 (or yes/on) is accepted as well as =true."""
-    raw = st.query_params.get("classroom")
-    if raw is not None and raw.strip().lower() in ("1", "yes", "on") and "classroom" not in st.session_state:
-        st.session_state["classroom"] = True
     return bound_toggle(
         "Classroom mode", key="classroom",
         help="For a projector: large type, no sidebar, and drills become predict-then-reveal. "
@@ -37,7 +35,7 @@ def _random_seed() -> str:
 
 def _use_seed(seed: str | None = None) -> None:
     """Callback: switch to this drill set (a fresh personal one if None) and clear the answer boxes."""
-    st.session_state["seed"] = _random_seed() if seed is None else seed
+    set_value("seed", _random_seed() if seed is None else seed)
     for kind in dr.DRILL_KINDS:
         st.session_state.pop(f"ans_{kind}", None)
 
@@ -46,17 +44,19 @@ def seed_controls(classroom: bool) -> str:
     """The drill seed: ?seed= if given, else the classroom seed in classroom mode, else a personal one."""
     personal = w.session_default("iv_personal_seed", _random_seed())
     cols = st.columns([2, 1, 1], vertical_alignment="bottom")
-    typed = cols[0].text_input(
-        "Drill set (seed)", key="seed", bind="query-params",
-        placeholder=f"{dr.CLASSROOM_SEED if classroom else personal} (empty: default)",
-        help="The same seed gives everyone the same drills. 'classroom' is the shared set.",
-    )
+    with cols[0]:
+        typed = bound_text(
+            "Drill set (seed)", "seed", max_len=64,
+            placeholder=f"{dr.CLASSROOM_SEED if classroom else personal} (empty: default)",
+            help="The same seed gives everyone the same drills. 'classroom' is the shared set.",
+        )
     cols[1].button("New set", key="new_set", on_click=_use_seed, icon=":material/casino:")
     cols[2].button("Classroom set", key="class_set", on_click=_use_seed, args=(dr.CLASSROOM_SEED,),
                    icon=":material/groups:")
     seed = typed.strip() or (dr.CLASSROOM_SEED if classroom else personal)
     st.caption(
-        f"Drill set **{seed}**: share `/interview?part=Drills&seed={quote(seed)}` to give someone the same drills."
+        f"Drill set **{md(seed)}**: share `/interview?part=Drills&seed={quote(seed, safe='')}` to give someone the "
+        "same drills."
     )
     return seed
 

@@ -12,7 +12,7 @@ from specdec_core.mistakes import NAIVE_NORMALISATION, RuleCheck, all_rules, che
 from specdec_core.multiposition import two_position_check
 from specdec_core.rejection import MAX_DRAWS, check_pair, decomposition, emitted_distribution
 from ui import proof_figures as figs
-from ui.controls import bound_radio, bound_select, slider_input
+from ui.controls import bound_radio, bound_select, bound_text, slider_input
 
 SOURCES = {**pc.PRESETS, "logits": "from logits (temperature, top-k, top-p)", "custom": "type p and q"}
 MISTAKES = ["correct", "resample_p", "raw_logits", "wrong_q", "naive_norm"]
@@ -88,8 +88,8 @@ def controls() -> tuple[str, pc.ProofCase]:
                 cq = slider_input("concentration of q", "cq", 0.05, 10.0, 0.3, 0.05, "%.2f")
                 return src, pc.case_from_pair(*pc.preset_pair(src, v, seed, cp, cq))
             if src == "custom":
-                p = st.text_input("p (target), comma-separated", "0.5, 0.3, 0.2", key="p", bind="query-params")
-                q = st.text_input("q (draft), comma-separated", "0.2, 0.3, 0.5", key="q", bind="query-params")
+                p = bound_text("p (target), comma-separated", "p", "0.5, 0.3, 0.2", max_len=4000)
+                q = bound_text("q (draft), comma-separated", "q", "0.2, 0.3, 0.5", max_len=4000)
                 return src, pc.case_from_pair(*check_pair(pc.parse_vector(p, "p"), pc.parse_vector(q, "q")))
             if src == "logits":
                 seed = slider_input("seed", "seed", 0, 9999, 0, 1)
