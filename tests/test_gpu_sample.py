@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from gpu_demo.sampler import SamplingConfig, exact_rule, sample
+from specdec_core.stats import chi_square_gof
 
 T1 = SamplingConfig(temperature=1.0)
-from specdec_core.stats import chi_square_gof
 
 N = 200_000
 P_REJECT = 1e-3

@@ -29,8 +29,8 @@ from gpu_demo.decode import autoregressive, speculative  # noqa: E402
 from gpu_demo.drafters import ModelDrafter  # noqa: E402
 from gpu_demo.models.char import CharConfig, CharTransformer, WindowConfig, WindowMLP  # noqa: E402
 from gpu_demo.sampler import SamplingConfig  # noqa: E402
-from ui import live_runner as lr  # noqa: E402
-from ui.live_runner import TurnQueue  # noqa: E402
+from ui.live import queue as lq  # noqa: E402
+from ui.live.queue import TurnQueue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GREEDY = SamplingConfig(temperature=0.0)
@@ -236,20 +236,20 @@ def test_cpu_runs_decode_on_one_thread_and_restore_the_count_after_overlapping_r
     old = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        with lr.decode_threads("cpu"):
-            assert torch.get_num_threads() == lr.CPU_DECODE_THREADS == 1
-            with lr.decode_threads("cpu"):
+        with lq.decode_threads("cpu"):
+            assert torch.get_num_threads() == lq.CPU_DECODE_THREADS == 1
+            with lq.decode_threads("cpu"):
                 assert torch.get_num_threads() == 1
             assert torch.get_num_threads() == 1  # the outer run is still decoding
         assert torch.get_num_threads() == 2
-        with lr.decode_threads("cuda"):  # the GPU path leaves the CPU thread count alone
+        with lq.decode_threads("cuda"):  # the GPU path leaves the CPU thread count alone
             assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(old)
 
 
 def test_throttle_answers_true_at_most_once_per_interval() -> None:
-    t = lr.Throttle(0.05)
+    t = lq.Throttle(0.05)
     assert not t()  # counted from creation: a run shorter than the interval never redraws mid-run
     time.sleep(0.06)
     assert t() and not t()

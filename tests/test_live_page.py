@@ -18,9 +18,9 @@ ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side lo
 
 from gpu_demo.measure.stats import alpha_per_position, overall_alpha  # noqa: E402
 from specdec_core import algebra as alg  # noqa: E402
-from ui import live_export as lx  # noqa: E402
-from ui.live_panel import measure_record  # noqa: E402
-from ui.live_tokens import TARGET_STYLE  # noqa: E402
+from ui.live import export as lx  # noqa: E402
+from ui.live.panel import measure_record  # noqa: E402
+from ui.live.tokens import TARGET_STYLE  # noqa: E402
 from ui.theme import KIND_STYLE  # noqa: E402
 
 PAGE = "views/live.py"
@@ -153,14 +153,14 @@ def test_export_json_and_csv(app_test):
 
 
 def test_prompt_alphabet_covers_presets():
-    from ui.live_controls import PRESETS
+    from ui.live.controls import PRESETS
 
     for text in PRESETS.values():
         assert set(text) <= set(ALPHABET), set(text) - set(ALPHABET)
 
 
 def test_preset_in_the_url_sets_the_prompt_and_draft_settings_warn(app_test):
-    from ui.live_controls import PRESETS
+    from ui.live.controls import PRESETS
 
     at = app_test(PAGE, preset="copy-heavy", apart="true", dtemp="0.5", **SHORT)
     assert not at.exception
@@ -188,7 +188,7 @@ def test_sweep_runs_gamma_one_to_eight(app_test):
 def test_reruns_and_sessions_load_the_model_once(app_test, monkeypatch):
     """Two sessions and several reruns call the loader once: one cached Pair, no per-rerun model copies."""
     from gpu_demo import pairs as gp
-    from ui import live_runner as lr
+    from ui.live import pairs as lpairs
 
     calls = []
     real_load = gp.load_pair
@@ -198,7 +198,7 @@ def test_reruns_and_sessions_load_the_model_once(app_test, monkeypatch):
         return real_load(*args, **kwargs)
 
     monkeypatch.setattr(gp, "load_pair", counting_load)
-    lr.shared_pair.clear()
+    lpairs.shared_pair.clear()
     a = run_page(app_test)
     b = run_page(app_test, seed="3")
     b.button(key="run_btn").click().run()
@@ -206,4 +206,4 @@ def test_reruns_and_sessions_load_the_model_once(app_test, monkeypatch):
     assert len(calls) == 1, calls
     for at in (a, b):
         assert not at.exception and at.session_state["live_rec"].status == "done"
-    assert lr.get_pair("builtin", "cpu").queue.length() == 0  # every run left the line
+    assert lpairs.get_pair("builtin", "cpu").queue.length() == 0  # every run left the line

@@ -9,13 +9,15 @@ import torch
 
 from gpu_demo.measure import batch as lb
 from specdec_core.measure import Measured
-from ui import live_controls as lc
-from ui import live_export as lx
-from ui import live_panel as lp
-from ui import live_runner as lr
-from ui import live_tokens as lt
 from ui.controls import bound_toggle, get_value, number_box, set_value
-from ui.live_figures import batch_figure
+from ui.live import controls as lc
+from ui.live import export as lx
+from ui.live import pairs as lpairs
+from ui.live import panel as lp
+from ui.live import queue as lq
+from ui.live import runner as lr
+from ui.live import tokens as lt
+from ui.live.figures import batch_figure
 
 SWEEP_GAMMAS = list(range(1, 9))
 # Mid-run redraws are throttled: every redraw makes the server and the browser work while the next
@@ -35,7 +37,7 @@ _prev: lr.RunRecord | None = st.session_state.get("live_rec")
 if _prev is not None and not _prev.settle():  # after Stop or a changed setting, let the old script run wind down
     st.warning("The previous run is still finishing; it stops at its next round.")
 settings, pair_ok, pair_reason, dev_problem = lc.all_controls()
-_, device_why = lr.device_choices()
+_, device_why = lpairs.device_choices()
 if dev_problem:
     st.warning(f"{dev_problem}. Running on the CPU instead.")
 st.info(f"Device: **{settings.device}**. {device_why}")
@@ -45,15 +47,15 @@ ids: list[int] | None = None
 if not pair_ok:
     st.warning(f"The pair **{settings.pair}** is {pair_reason}. Choose another pair; the others still work.")
 else:
-    sp = lr.get_pair(settings.pair, settings.device)
+    sp = lpairs.get_pair(settings.pair, settings.device)
     if sp.error:
         st.error(f"The pair **{settings.pair}** could not be loaded, so it cannot run here: {sp.error}")
         sp = None
 with st.expander("all model pairs and where they run"):
     lc.pairs_table(settings.device)
 if sp is not None:
-    st.caption(f"Loaded **{sp.name}** on {lr.device_name(sp)} in {sp.load_s:.2f} s (once per server). "
-               f"{lr.pair_description(sp.name)}")
+    st.caption(f"Loaded **{sp.name}** on {lpairs.device_name(sp)} in {sp.load_s:.2f} s (once per server). "
+               f"{lpairs.pair_description(sp.name)}")
     try:
         ids = lr.validate(sp, settings)
     except ValueError as exc:
@@ -78,7 +80,7 @@ out_ph, panel_ph = st.empty(), st.empty()
 def piece(token_id: int) -> str:
     """Display text of one token, with the tokenizer of the pair that made the shown run."""
     rec_ = st.session_state.get("live_rec")
-    owner = lr.get_pair(rec_.settings.pair, rec_.settings.device) if rec_ is not None else sp
+    owner = lpairs.get_pair(rec_.settings.pair, rec_.settings.device) if rec_ is not None else sp
     return owner.pair.tokenizer.piece(token_id)
 
 
@@ -87,7 +89,7 @@ def on_wait(position: int) -> None:
     queue_ph.info(f"Waiting for the model: {position} run(s) ahead of yours. It starts by itself.")
 
 
-redraw_due = lr.Throttle(LIVE_REDRAW_S)
+redraw_due = lq.Throttle(LIVE_REDRAW_S)
 
 
 def on_round(rec: lr.RunRecord) -> None:
@@ -119,7 +121,7 @@ def sweep_progress(frac: float, what: str) -> None:
 
 
 if run_clicked and sp is not None and ids is not None:
-    rec = lr.RunRecord(settings, lr.device_name(sp), ids)
+    rec = lr.RunRecord(settings, lpairs.device_name(sp), ids)
     st.session_state["live_rec"] = rec
     set_value("round", 1)
     lr.run_race(sp, rec, on_wait, on_round, on_base)

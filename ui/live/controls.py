@@ -1,12 +1,15 @@
-"""Controls of the live page, every one bound to the URL (``bind="query-params"``, key = param name)."""
+"""Controls of the live page, every one bound to the URL through ui.controls (the page owns its names)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from gpu_demo.decode import MAX_GAMMA
-from ui.controls import bound_select, bound_toggle, slider_input
-from ui.live_runner import Settings, device_choices, pair_description, pair_status, resolve
+from ui.controls import bound_select, bound_text, bound_toggle, get_value, number_box, set_value, slider_input
+
+# Presets use only characters the built-in (Jane Austen) alphabet has, so they run on every pair.
+from ui.live.pairs import device_choices, pair_description, pair_status, resolve
+from ui.live.runner import Settings
 
 # Presets use only characters the built-in (Jane Austen) alphabet has, so they run on every pair.
 PRESETS: dict[str, str] = {
@@ -19,13 +22,14 @@ PRESETS: dict[str, str] = {
 }
 CUSTOM = "custom"
 MAX_NEW = 400
+MAX_PROMPT_CHARS = 4000
 
 
 def _load_preset() -> None:
     """Callback: put the chosen preset's text into the prompt box."""
-    name = st.session_state.get("preset")
+    name = get_value("preset")
     if name in PRESETS:
-        st.session_state["prompt"] = PRESETS[name]
+        set_value("prompt", PRESETS[name])
 
 
 def pair_and_device() -> tuple[str, str, str | None, bool, str]:
@@ -74,9 +78,8 @@ def prompt_box() -> str:
         on_change=_load_preset,
         help="open-ended prose, a copy-heavy passage (the continuation repeats text), code-like text",
     )
-    chosen = PRESETS.get(st.session_state.get("preset", ""), PRESETS["open-ended"])  # ?preset= without ?prompt=
-    initial = {} if "prompt" in st.session_state else {"value": chosen}
-    return st.text_area("prompt", key="prompt", bind="query-params", height=110, **initial)
+    chosen = PRESETS.get(get_value("preset", ""), PRESETS["open-ended"])  # ?preset= without ?prompt=
+    return bound_text("prompt", "prompt", chosen, max_len=MAX_PROMPT_CHARS, area=True, height=110)
 
 
 def sampling_controls() -> dict:
@@ -87,39 +90,15 @@ def sampling_controls() -> dict:
             "draft length gamma", "gamma", 1, MAX_GAMMA, 4, 1, help="Draft tokens proposed per target pass."
         )
         max_new = slider_input("max new tokens", "maxnew", 1, MAX_NEW, 60, 1)
-        seed = st.number_input(
-            "seed",
-            0,
-            2**31 - 1,
-            step=1,
-            key="seed",
-            bind="query-params",
-            **({} if "seed" in st.session_state else {"value": 0}),
-        )
+        seed = number_box("seed", "seed", 0, 2**31 - 1, 0, 1)
     with c2:
         greedy = bound_toggle("greedy (temperature 0: argmax, output equals plain greedy decoding)", "greedy")
         temp = slider_input("target temperature", "temp", 0.05, 2.0, 1.0, 0.05, "%.2f")
         tk, tp = st.columns(2)
         with tk:
-            top_k = st.number_input(
-                "target top-k (0 = off)",
-                0,
-                100_000,
-                step=1,
-                key="topk",
-                bind="query-params",
-                **({} if "topk" in st.session_state else {"value": 0}),
-            )
+            top_k = number_box("target top-k (0 = off)", "topk", 0, 100_000, 0, 1)
         with tp:
-            top_p = st.number_input(
-                "target top-p (1 = off)",
-                0.01,
-                1.0,
-                step=0.01,
-                key="topp",
-                bind="query-params",
-                **({} if "topp" in st.session_state else {"value": 1.0}),
-            )
+            top_p = number_box("target top-p (1 = off)", "topp", 0.01, 1.0, 1.0, 0.01)
     apart = bound_toggle("set the draft's sampling apart from the target's", "apart", disabled=greedy)
     d_temp, d_top_k, d_top_p = temp, top_k, top_p
     if apart and not greedy:
@@ -131,35 +110,11 @@ def sampling_controls() -> dict:
         )
         d1, d2, d3 = st.columns(3)
         with d1:
-            d_temp = st.number_input(
-                "draft temperature",
-                0.05,
-                2.0,
-                step=0.05,
-                key="dtemp",
-                bind="query-params",
-                **({} if "dtemp" in st.session_state else {"value": 1.0}),
-            )
+            d_temp = number_box("draft temperature", "dtemp", 0.05, 2.0, 1.0, 0.05)
         with d2:
-            d_top_k = st.number_input(
-                "draft top-k",
-                0,
-                100_000,
-                step=1,
-                key="dtopk",
-                bind="query-params",
-                **({} if "dtopk" in st.session_state else {"value": 0}),
-            )
+            d_top_k = number_box("draft top-k", "dtopk", 0, 100_000, 0, 1)
         with d3:
-            d_top_p = st.number_input(
-                "draft top-p",
-                0.01,
-                1.0,
-                step=0.01,
-                key="dtopp",
-                bind="query-params",
-                **({} if "dtopp" in st.session_state else {"value": 1.0}),
-            )
+            d_top_p = number_box("draft top-p", "dtopp", 0.01, 1.0, 1.0, 0.01)
     return dict(
         gamma=int(gamma),
         greedy=bool(greedy),

@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 from specdec_core.measure import Measured
-from ui.live_runner import RunRecord
+from ui.live.runner import RunRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("torch", "numpy", "streamlit", "plotly", "safetensors")

@@ -9,8 +9,8 @@ import streamlit as st
 
 from gpu_demo.decode import RoundEvent
 from specdec_core.measure import Measured, summarise
-from ui.live_figures import alpha_figure, length_figure, sweep_figure
-from ui.live_runner import RunRecord, SweepPoint
+from ui.live.figures import alpha_figure, length_figure, sweep_figure
+from ui.live.runner import RunRecord, SweepPoint
 
 
 def fmt(x: float, d: int = 3, unit: str = "") -> str:

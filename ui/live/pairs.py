@@ -1,0 +1,84 @@
+"""The live page's model pairs: loaded once per server with st.cache_resource, shared by every session.
+
+Every pair on one device shares that device's :class:`~ui.live.queue.TurnQueue` (``device_queue``), and so
+does the roofline page's probe, so a probe cannot run beside a race and skew its timings.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import streamlit as st
+import torch
+
+from gpu_demo import pairs as gp
+from ui.live.queue import CPU_DECODE_THREADS, TurnQueue
+from ui.live.runner import SharedPair
+
+ASSETS_ENV = "SPECDEC_BUILTIN_ASSETS"  # optional: another directory holding the built-in pair's weights
+
+
+@st.cache_resource(show_spinner=False)
+def device_queue(device: str) -> TurnQueue:
+    """The one FIFO line for a device ('cpu' or 'cuda'), shared by every pair and by the probe."""
+    return TurnQueue()
+
+
+def device_choices() -> tuple[list[str], str]:
+    """Devices offered ("auto" first) and a sentence saying what auto picks and why."""
+    if torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0)
+        return ["auto", "cuda", "cpu"], f"auto picks CUDA: PyTorch sees the GPU **{name}**."
+    return ["auto", "cpu", "cuda"], (
+        "auto picks the CPU: PyTorch sees no CUDA GPU here (`torch.cuda.is_available()` is False), so both "
+        "models run on the CPU in float32."
+    )
+
+
+def resolve(device: str) -> tuple[str, str | None]:
+    """('cpu'|'cuda', None) or ('cpu', why the asked device cannot be used)."""
+    try:
+        return gp.resolve_device(device).type, None
+    except ValueError as exc:
+        return "cpu", str(exc)
+
+
+@st.cache_data(ttl=600, show_spinner=False)
+def pair_status(device: str) -> dict[str, tuple[bool, str]]:
+    """For every registered pair: (can load here, reason if not)."""
+    return {name: gp.availability(name, device) for name in gp.PAIRS}
+
+
+def pair_description(name: str) -> str:
+    """The registry's one-line description, license and load cost."""
+    spec = gp.PAIRS[name]
+    return f"{spec.description} License: {spec.license}. Load: {spec.load_cost}."
+
+
+@st.cache_resource(max_entries=3, show_spinner="Loading the model pair (once per server, shared by all sessions)...")
+def shared_pair(name: str, device: str, assets: str | None) -> SharedPair:
+    """Load pair `name` on `device` once per process and warm it up; a failure is kept as a message, never raised."""
+    t0 = time.perf_counter()
+    options = {"assets": Path(assets)} if (assets and name == "builtin") else {}
+    try:
+        pair = gp.load_pair(name, device, **options)
+        load_s = time.perf_counter() - t0
+        gp.warm_up(pair)  # so the first run's c and v are not inflated by cold-start costs
+        return SharedPair(name, device, pair, None, load_s, device_queue(device))
+    except Exception as exc:  # noqa: BLE001 - any loader failure becomes a message on the page
+        error = f"{type(exc).__name__}: {exc}"
+        return SharedPair(name, device, None, error, time.perf_counter() - t0, device_queue(device))
+
+
+def get_pair(name: str, device: str) -> SharedPair:
+    """The shared pair for (name, device), honouring the SPECDEC_BUILTIN_ASSETS override."""
+    return shared_pair(name, device, os.environ.get(ASSETS_ENV) or None)
+
+
+def device_name(sp: SharedPair) -> str:
+    """Human name of the device the pair sits on."""
+    if sp.device == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(0)})"
+    return f"cpu ({CPU_DECODE_THREADS} thread{'s' if CPU_DECODE_THREADS > 1 else ''})"
