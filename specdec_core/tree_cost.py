@@ -23,7 +23,15 @@ from numpy.typing import ArrayLike, NDArray
 from specdec_core import steptime
 from specdec_core.roofline import Hardware
 from specdec_core.steptime import DecoderShape, check_batch
-from specdec_core.trees import Tree, draft_widths, expected_accepted_length, verify_tokens
+from specdec_core.trees import (
+    MAX_DEPTH,
+    Tree,
+    chain,
+    check_rates,
+    draft_widths,
+    expected_accepted_length,
+    verify_tokens,
+)
 
 
 def pass_time(shape: DecoderShape, hw: Hardware, mode: str, batch: ArrayLike, tokens: int,
@@ -81,5 +89,27 @@ def best_chain_against_batch(a1: float, target: DecoderShape, draft: DecoderShap
 def crossover_batch(first: NDArray[np.float64], second: NDArray[np.float64],
                     batch: NDArray[np.float64]) -> float | None:
     """The smallest batch on the grid from which `first` is no longer above `second`; None if it stays above."""
-    below = np.nonzero(np.asarray(first) <= np.asarray(second))[0]
-    return None if below.size == 0 else float(np.asarray(batch)[below[0]])
+    below = np.flatnonzero(np.atleast_1d(first) <= np.atleast_1d(second))
+    return None if below.size == 0 else float(np.atleast_1d(batch)[below[0]])
+
+
+@dataclass(frozen=True)
+class TreeVsChain:
+    """A tree, the chain of the same budget (capped at MAX_DEPTH) and the best chain, against batch."""
+
+    tree: TreeCost
+    chain: TreeCost
+    best_gamma: NDArray[np.int64]         # best chain length at each batch (0 = speculation off)
+    best_speedup: NDArray[np.float64]
+    best_goodput_tps: NDArray[np.float64]  # plain tokens/s x the best chain's speedup
+    tree_loses_from: float | None         # smallest batch on the grid where the tree is not above the best chain
+
+
+def tree_vs_chain(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str,
+                  context: int, batch: ArrayLike) -> TreeVsChain:
+    """The tree against a chain of its budget and against the best chain (acceptance a_1, gamma re-chosen per B)."""
+    a = check_rates(rates)
+    t = tree_cost(tree, a, target, draft, hw, mode, context, batch)
+    c = tree_cost(chain(min(tree.n_nodes, MAX_DEPTH)), a, target, draft, hw, mode, context, batch)
+    gammas, best = best_chain_against_batch(float(a[0]), target, draft, hw, mode, context, t.batch)
+    return TreeVsChain(t, c, gammas, best, t.plain_tps * best, crossover_batch(t.speedup, best, t.batch))
