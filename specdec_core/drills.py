@@ -6,12 +6,15 @@ set: everyone who uses the same seed gets the same drills, which lets a teacher 
 A drill's words (prompt, formula, worked solution) are prose and live in ``content.drill_text``.
 
 Grading: a numeric answer x is right when |x - answer| <= max(REL_TOL * |answer|, ABS_TOL);
-an integer answer (the best gamma) must be exact; a choice ("A" or "B") must match.
+a crossover batch is also right as either integer beside the exact value (a batch is whole requests);
+an integer answer (the best gamma) must be exact; a choice ("A" or "B") must match. A comma in a number
+is refused and asked again ('1,57' could be 1.57 or 157).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +28,10 @@ from specdec_core.roofline import HARDWARE, crossover_batch
 REL_TOL = 0.01          # 1 % of the exact value ...
 ABS_TOL = 0.005         # ... or 0.005, whichever is larger
 CLASSROOM_SEED = "classroom"
-TOLERANCE_TEXT = "within 1% of the exact value or 0.005, whichever is larger; a best gamma must be exact"
+TOLERANCE_TEXT = (
+    "within 1% of the exact value or 0.005, whichever is larger; a best gamma must be exact; a crossover "
+    "batch may also be either whole number beside the exact value"
+)
 
 _ALPHAS = np.round(np.arange(0.50, 0.951, 0.05), 2)   # 0.50, 0.55, ..., 0.95
 _CS = (0.02, 0.05, 0.1, 0.15, 0.2)
@@ -187,13 +193,42 @@ def drill_set(seed: int | str, kinds: tuple[str, ...] = DRILL_KINDS) -> list[Dri
 
 # --------------------------------------------------------------- grading ----
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")     # 1,000 or 12,345.6: commas group digits
+NOT_A_NUMBER = "That is not a number: type digits, for example 2.53."
+
+
+def _clean(text: str) -> str:
+    """Lower case, no spaces at the ends, a trailing 'x' or multiplication sign dropped ('2.8x' -> '2.8')."""
+    return str(text).strip().lower().replace("\u00d7", "x").rstrip("x").strip()
+
+
+def decimal_comma_message(text: str) -> str | None:
+    """A message if the typed number contains a comma, else None.
+
+    In a drill answer a comma is ambiguous: '1,57' is 1.57 to half of Europe and 157 to a parser that
+    drops thousands separators. Every drill answer is below 1000, so no separator is ever needed; the
+    answer is asked again, with both readings spelled out (they are digits and a point, nothing typed).
+    """
+    s = _clean(text)
+    if "," not in s:
+        return None
+    as_point, as_group = s.replace(",", ".", 1), s.replace(",", "")
+    if s.count(",") == 1 and _NUMBER.match(as_point) and _NUMBER.match(as_group):
+        return (f"That has a comma, which could mean {as_point} or {as_group}. Type decimals with a point "
+                f"({as_point}) and no thousands separator, then check again.")
+    return "That has a comma: type decimals with a point (for example 2.53) and no thousands separator."
 
 
 def parse_number(text: str) -> float:
-    """A float from a typed answer; allows '1,000', '2.8x', '2.8 x'; raises ValueError otherwise."""
-    s = str(text).strip().lower().replace(",", "").replace("\u00d7", "x").rstrip("x").strip()
+    """A float from typed text; allows '1,000' (commas grouping thousands), '2.8x', '2.8 x'.
+    A comma that does not group digits in threes ('1,57') is refused as a possible decimal comma."""
+    s = _clean(text)
+    if "," in s:
+        if not _THOUSANDS.match(s):
+            raise ValueError(decimal_comma_message(text) or NOT_A_NUMBER)
+        s = s.replace(",", "")
     if not _NUMBER.match(s):
-        raise ValueError(f"'{text}' is not a number: type digits, for example 2.53")
+        raise ValueError(NOT_A_NUMBER)
     return float(s)
 
 
@@ -202,17 +237,32 @@ def within_tolerance(x: float, answer: float) -> bool:
     return abs(x - answer) <= max(REL_TOL * abs(answer), ABS_TOL)
 
 
+def neighbouring_integers(answer: float) -> tuple[int, ...]:
+    """The integers either side of a fractional answer (floor and ceil); the answer itself if integral."""
+    lo, hi = math.floor(answer), math.ceil(answer)
+    return (lo,) if lo == hi else (lo, hi)
+
+
+def accepts_whole_batch(drill: Drill, x: float) -> bool:
+    """A crossover drill asks for a batch, a whole number of requests: either integer beside the exact
+    (fractional) crossover is accepted, since the crossover lies between them."""
+    return drill.kind == "crossover" and float(x).is_integer() and int(x) in neighbouring_integers(drill.answer())
+
+
 def grade(drill: Drill, response: str) -> Grade:
-    """Grade a typed response against the drill's computed answer."""
+    """Grade a typed response against the drill's computed answer. Nothing typed is echoed in the message."""
     answer = drill.answer()
     if not str(response).strip():
         return Grade(False, False, "Type an answer first.")
     if drill.answer_type == "choice":
         choice = str(response).strip().upper()
         if choice not in ("A", "B"):
-            return Grade(False, False, f"'{response}' is not a choice: answer A or B.")
+            return Grade(False, False, "That is not a choice: answer A or B.")
         ok = choice == answer
         return Grade(True, ok, "Right." if ok else f"Not quite: {answer} is faster.")
+    comma = decimal_comma_message(response)
+    if comma:
+        return Grade(False, False, comma)
     try:
         x = parse_number(response)
     except ValueError as exc:
@@ -220,5 +270,12 @@ def grade(drill: Drill, response: str) -> Grade:
     if drill.answer_type == "integer":
         ok = x == answer
         return Grade(True, ok, "Right." if ok else f"Not quite: the best gamma is {answer}.")
-    ok = within_tolerance(x, float(answer))
-    return Grade(True, ok, f"Right: {float(answer):.4g}." if ok else f"Not quite: the answer is {float(answer):.4g}.")
+    exact = float(answer)
+    if drill.kind == "crossover":
+        either = " or ".join(str(b) for b in neighbouring_integers(exact))
+        why = f"A batch is a whole number of requests, so {either} (either side of {exact:.4g}) counts as right."
+        if within_tolerance(x, exact) or accepts_whole_batch(drill, x):
+            return Grade(True, True, f"Right: the crossover is {exact:.4g}. {why}")
+        return Grade(True, False, f"Not quite: the crossover is {exact:.4g}. {why}")
+    ok = within_tolerance(x, exact)
+    return Grade(True, ok, f"Right: {exact:.4g}." if ok else f"Not quite: the answer is {exact:.4g}.")

@@ -250,3 +250,58 @@ def test_parse_number():
 def test_break_even_without_a_solution_says_so():
     with pytest.raises(ValueError, match="no alpha in \\[0, 1\\] breaks even"):
         dr.Drill("break_even", {"gamma": 2, "c": 1.0, "v": 2.0}).answer()  # cost 4 > gamma + 1 = 3
+
+
+# ------------------------------------------ a batch is a whole number ----
+def test_seed_2_crossover_accepts_the_rounded_batch():
+    """The reviewer's case: H100 PCIe, W8A16, gamma 7; 756 / 2.0 / (2 x 8) = 23.625, and "24" was refused."""
+    d = dr.make_drill("crossover", 2)
+    assert d.params == {"hardware": "H100 PCIe", "gamma": 7, "mode": "w8a16"}
+    assert d.answer() == pytest.approx(756 / 2.0 / 16, rel=1e-12)
+    for typed in ("24", "23", "23.62", "24.0"):
+        g = dr.grade(d, typed)
+        assert g.valid and g.correct, typed
+        assert "whole number" in g.message and "23 or 24" in g.message
+    for typed in ("25", "22", "23.3"):      # 23.3 is a fraction outside 1 %: not a whole batch either
+        assert not dr.grade(d, typed).correct, typed
+
+
+def test_every_crossover_accepts_both_neighbouring_integers_and_nothing_further():
+    """Across 2,000 seeds (320 failed with the rounded integer before): floor and ceil pass, and an integer
+    two away passes only when the 1 % tolerance itself reaches it."""
+    for seed in range(2000):
+        d = dr.make_drill("crossover", seed)
+        ans = d.answer()
+        for b in {math.floor(ans), math.ceil(ans), round(ans)}:
+            assert dr.grade(d, str(b)).correct, (seed, ans, b)
+        for b in (math.floor(ans) - 1, math.ceil(ans) + 1):
+            assert dr.grade(d, str(b)).correct == (abs(b - ans) <= _tol(ans)), (seed, ans, b)
+
+
+def test_other_drills_do_not_take_a_neighbouring_integer():
+    d = dr.Drill("tokens", {"alpha": 0.7, "gamma": 3})      # 2.533: a count of tokens is an expectation
+    assert not dr.grade(d, "3").correct and not dr.grade(d, "2").correct
+
+
+# ------------------------------------------------- a decimal comma ----
+@pytest.mark.parametrize("typed, readings", [("1,57", ("1.57", "157")), ("2,533", ("2.533", "2533")),
+                                             ("0,5x", ("0.5", "05"))])
+def test_a_decimal_comma_is_flagged_and_asked_again(typed, readings):
+    d = dr.Drill("speedup", {"alpha": 0.65, "gamma": 1, "c": 0.05, "v": 1.0})   # 1.5714: "1,57" meant right
+    g = dr.grade(d, typed)
+    assert not g.valid and not g.correct
+    assert "comma" in g.message and all(r in g.message for r in readings), g.message
+    assert dr.grade(d, typed.replace(",", ".")).valid
+
+
+def test_parse_number_refuses_a_comma_that_does_not_group_thousands():
+    with pytest.raises(ValueError, match="comma"):
+        dr.parse_number("1,57")
+    assert dr.parse_number("12,345.5") == 12345.5
+
+
+def test_messages_never_echo_what_was_typed():
+    d = dr.Drill("tokens", {"alpha": 0.7, "gamma": 3})
+    for typed in ("**bold** [x](http://e)", ":red[x]", "$x$"):
+        assert typed not in dr.grade(d, typed).message
+    assert "[x]" not in dr.grade(dr.make_drill("compare", 1), "[x]").message
