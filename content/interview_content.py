@@ -50,7 +50,8 @@ class Option:
 
 @dataclass(frozen=True)
 class ConceptQuestion:
-    """A multiple-choice question built on one of the seed's traps."""
+    """A multiple-choice question built on one of the seed's traps. ``trap`` is shown only after an answer.
+    Options are of similar length and the keyed one sits at varying places (tests/test_content.py checks)."""
 
     key: str
     trap: str
@@ -152,16 +153,10 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
         "The target rejects the draft token at some position. What should the replacement token be drawn from?",
         (
             Option(
-                "The target law p, since the output must follow p",
+                "The target law p, because the output must follow p",
                 False,
                 "The accepted tokens already contributed min(p, q) at each token; adding a full draw "
-                "from p gives tokens with q > p more than p(x) in total, so the output is biased.",
-            ),
-            Option(
-                "The normalised residual (p - q)+ / ||(p - q)+||",
-                True,
-                "Accepted mass min(p, q) plus rejected mass (1 - alpha) times the residual is "
-                "exactly p at every token.",
+                "from p gives the tokens where q >= p exactly (2 - alpha) p in total, so the output is biased.",
             ),
             Option(
                 "The draft law q, with the draft's own sampling settings",
@@ -169,7 +164,13 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
                 "That is the law that was just rejected; the output would drift towards the draft.",
             ),
             Option(
-                "The argmax of p",
+                "The residual (p - q)+, normalised to sum to 1",
+                True,
+                "Accepted mass min(p, q) plus rejected mass (1 - alpha) times the residual is "
+                "exactly p at every token.",
+            ),
+            Option(
+                "The argmax of p, the target's most likely token",
                 False,
                 "That is right only at temperature 0; under sampling it removes all diversity from "
                 "corrections and changes the law.",
@@ -182,25 +183,25 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
         "A request asks for temperature 0.7 and top-p 0.9. Which p belongs in the acceptance ratio min(1, p/q)?",
         (
             Option(
-                "softmax of the raw target logits (temperature 1, no truncation)",
-                False,
-                "That silently verifies against a different law: the output then follows the "
-                "untempered, untruncated target, not what the user asked for.",
-            ),
-            Option(
-                "The target's probabilities after temperature and top-p, renormalised over the same vocabulary as q",
+                "p after temperature 0.7 and top-p 0.9, renormalised",
                 True,
                 "p must be the requested law and q the law that actually generated the draft token, "
-                "both normalised over one vocabulary.",
+                "both normalised over the same vocabulary.",
             ),
             Option(
-                "The truncated probabilities without renormalising",
+                "softmax of the raw target logits (T = 1, no top-p)",
+                False,
+                "That silently verifies against a different law: the output then follows the "
+                "untempered, untruncated target, not what the user asked for. It can even keep more drafts.",
+            ),
+            Option(
+                "p after temperature and top-p, not renormalised",
                 False,
                 "Unnormalised p scales every ratio by a constant, so acceptance and the residual "
                 "are both wrong and the emitted law is not p.",
             ),
             Option(
-                "Any of these: the rejection step corrects the difference",
+                "Any of them: the rejection step corrects the difference",
                 False,
                 "The rejection step makes the output follow whatever p you put in the ratio, so the "
                 "wrong p gives the wrong law, exactly.",
@@ -219,22 +220,21 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
                 "a grammar parser has already advanced past tokens that were never emitted.",
             ),
             Option(
-                "Roll back only the draft's KV cache; the target verified, so its cache is right",
+                "Roll back the draft's KV cache only; the target's is right",
                 False,
                 "Verification wrote target KV entries for all 5 drafted positions; 3 of them are for rejected tokens.",
             ),
             Option(
-                "Roll both KV caches and any grammar or parser state back to the accepted prefix, "
-                "then append the correction",
-                True,
-                "Every piece of state that advanced on a rejected token must return to the accepted "
-                "prefix, or the next step conditions on text the user never sees.",
-            ),
-            Option(
-                "Recompute both caches from scratch",
+                "Recompute both KV caches from the prompt, from scratch",
                 False,
                 "Correct but wasteful: a recompute throws away the speedup. Truncating to the "
                 "accepted length gives the same state.",
+            ),
+            Option(
+                "Roll both caches and parser state back to the kept prefix",
+                True,
+                "Every piece of state that advanced on a rejected token (both KV caches, a grammar "
+                "parser) must return to the accepted prefix, or the next step conditions on text the user never sees.",
             ),
         ),
     ),
@@ -244,25 +244,25 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
         "Your draft is terrible: alpha is close to 0. What happens to the output?",
         (
             Option(
-                "It degrades towards the draft's quality",
+                "Its quality degrades towards the draft model's",
                 False,
                 "Accept-or-resample makes the emitted law exactly p whatever q is; the draft only "
                 "changes how fast tokens come.",
             ),
             Option(
-                "Decoding stalls, because no draft token is ever accepted",
+                "Still exactly the target's law, but slower than plain decoding",
+                True,
+                "A bad draft costs time, never correctness: each step costs gamma c + v for about one "
+                "token, so at alpha = 0 the speedup is 1 / (gamma c + v).",
+            ),
+            Option(
+                "Decoding stalls, since no draft token is ever accepted by the target",
                 False,
                 "Every step emits at least one token from the target: the correction at the first "
                 "rejection (or the bonus token).",
             ),
             Option(
-                "It is still exactly the target's distribution, but each step costs gamma c + v "
-                "for about one token, so it is slower than plain decoding",
-                True,
-                "A bad draft costs time, never correctness: at alpha = 0 the speedup is 1 / (gamma c + v).",
-            ),
-            Option(
-                "Nothing changes: the speedup cannot fall below 1",
+                "Nothing changes: the speedup can never fall below 1x",
                 False,
                 "Drafting and verification cost time whether or not anything is accepted, so the "
                 "speedup falls below 1.",
@@ -275,24 +275,23 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
         "Why does the speedup from speculation shrink as the serving batch grows?",
         (
             Option(
-                "Acceptance falls when requests share a batch",
+                "Acceptance alpha falls when many requests share a batch",
                 False,
                 "alpha depends on how well q matches p for each request, not on who else is in the batch.",
             ),
             Option(
-                "Verification intensity B (gamma + 1) reaches the ridge: the extra tokens stop "
-                "riding on idle compute and start costing real time",
-                True,
-                "At small batch a decode step is bandwidth-bound and compute is idle; once "
-                "B (gamma + 1) passes the ridge, v grows with gamma + 1.",
-            ),
-            Option(
-                "KV caches cannot be rolled back in a batch",
+                "KV caches cannot be rolled back per request once they are batched",
                 False,
                 "Rollback is per request and works at any batch size; it is not what limits the gain.",
             ),
             Option(
-                "The draft model cannot be batched",
+                "B (gamma + 1) reaches the ridge, so verifying costs real time",
+                True,
+                "At small batch a decode step is bandwidth-bound and compute is idle; once the "
+                "verification intensity B (gamma + 1) passes the ridge, v grows with gamma + 1.",
+            ),
+            Option(
+                "The draft model cannot be batched the way the target can",
                 False,
                 "Drafts batch as well as targets do; the limit is the target's compute, not the draft.",
             ),
@@ -304,24 +303,24 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
         "With a perfect draft (alpha = 1) and gamma = 4, how many tokens does one target pass emit?",
         (
             Option(
-                "4, one per drafted token",
+                "5: the four draft tokens plus the target's bonus token",
+                True,
+                "E[N] = (1 - alpha^(gamma+1)) / (1 - alpha) tends to gamma + 1 as alpha -> 1.",
+            ),
+            Option(
+                "4: one per drafted token, all of them accepted",
                 False,
                 "This forgets the bonus token: the target has already scored the position after the last draft token.",
             ),
             Option(
-                "5: four accepted draft tokens plus the target's bonus token",
-                True,
-                "E[N] = (1 - alpha^(gamma+1)) / (1 - alpha) tends to gamma + 1 as alpha -> 1.",
+                "1: the target must still sample a token of its own",
+                False,
+                "That is the floor at alpha = 0, not the ceiling.",
             ),
             Option(
                 "Unbounded: with alpha = 1 the draft can run ahead forever",
                 False,
                 "gamma is fixed per step; the target verifies gamma tokens per pass.",
-            ),
-            Option(
-                "1, because the target must still sample its own token",
-                False,
-                "That is the floor at alpha = 0, not the ceiling.",
             ),
         ),
     ),
@@ -385,28 +384,35 @@ FLASHCARDS: tuple[Flashcard, ...] = (
 
 
 # ------------------------------------------------- the 30-second answer ----
-MODEL_ANSWER = (
-    "A small draft model guesses gamma tokens and the big target scores all of them in one forward "
-    "pass; at small batch that pass costs about one ordinary step, because decoding is limited by "
-    "reading weights, not by arithmetic. Each step gives one plus the sum of the chances that each "
-    "prefix survives, at most gamma + 1 thanks to the bonus token. Dividing by the cost, gamma c for "
-    "drafting plus v for verifying, tells you whether it pays. Keeping each guess with probability "
-    "min(1, p/q) and redrawing a rejected one from (p - q)+ leaves the output exactly the target's "
-    "distribution, with acceptance equal to one minus the total-variation distance. It fades at large "
-    "batch, so always quote a speedup with its batch size."
+# One text, shown on the home page and the interview page alike; the key phrases are pieces of it and
+# the practice timer is sized to it (at most 60 words: under 30 s at an ordinary speaking pace).
+THIRTY_SECOND_ANSWER = (
+    "A draft proposes gamma tokens; the target verifies them in one pass. Each pass yields one plus the summed "
+    "prefix-survival chances, at most gamma + 1; divide by gamma c + v for the speedup. Accepting with "
+    "min(1, p/q) and resampling from (p - q)+ keeps the target's distribution exactly. Large batches make "
+    "verification costly enough to slow decoding."
 )
 
+# Each phrase appears word for word in the answer, in the answer's order.
 KEY_PHRASES: tuple[str, ...] = (
-    "draft proposes, target verifies all drafts in one pass",
-    "one plus the sum of prefix-acceptance probabilities",
-    "bonus token: at most gamma + 1 per pass",
-    "divide by drafting plus verification cost (gamma c + v)",
-    "accept with min(1, p/q)",
-    "resample from (p - q)+",
-    "output is exactly the target's distribution",
-    "alpha = 1 - TV(p, q)",
-    "fades with batch: quote a batch size",
+    "the target verifies them in one pass",
+    "one plus the summed prefix-survival chances",
+    "at most gamma + 1",
+    "divide by gamma c + v",
+    "min(1, p/q)",
+    "(p - q)+",
+    "the target's distribution exactly",
+    "large batches make verification costly enough to slow decoding",
 )
+
+MAX_WORDS = 60
+SPEAKING_WORDS_PER_MINUTE = 130      # an unhurried presentation pace; 60 words take 28 s at it
+
+
+def word_count(text: str) -> int:
+    """Words as a listener hears them: runs of characters between spaces ('min(1,' and 'p/q)' are two)."""
+    return len(text.split())
+
 
 PRACTICE_SECONDS = 30
 

@@ -88,3 +88,37 @@ def test_flashcards_one_per_formula():
     assert all(c.latex.strip() and c.note.strip() for c in ic.FLASHCARDS)
 
 
+
+
+# ------------------------------------------------- the 30-second answer ----
+def test_thirty_second_answer_is_one_short_text_and_the_phrases_and_timer_follow_it():
+    text = ic.THIRTY_SECOND_ANSWER
+    words = ic.word_count(text)
+    assert 40 <= words <= ic.MAX_WORDS == 60, words
+    assert 60 * words / ic.SPEAKING_WORDS_PER_MINUTE <= ic.PRACTICE_SECONDS == 30
+    lowered, at = text.lower(), 0
+    for phrase in ic.KEY_PHRASES:                      # each phrase is in the text, in the text's order
+        found = lowered.find(phrase.lower(), at)
+        assert found >= 0, phrase
+        at = found + len(phrase)
+    for fact in ("min(1, p/q)", "(p - q)+", "gamma + 1", "gamma c + v"):       # the seed's facts
+        assert fact in text
+
+
+# ---------------------------------------------------- concept questions ----
+def test_the_keyed_option_is_not_given_away_by_its_length_or_place():
+    """A test-wise learner picks the longest option: the keyed one may be the longest in at most a quarter
+    of the questions, every option stays within a factor 1.6 of its question's shortest, and the key moves."""
+    longest = 0
+    for q in ic.CONCEPT_QUESTIONS:
+        lengths = [len(o.text) for o in q.options]
+        assert max(lengths) <= 1.6 * min(lengths), (q.key, lengths)
+        longest += lengths[q.answer_index] == max(lengths)
+    assert longest <= len(ic.CONCEPT_QUESTIONS) // 4, longest
+    places = [q.answer_index for q in ic.CONCEPT_QUESTIONS]
+    assert max(places.count(i) for i in set(places)) <= (len(places) + 1) // 2, places
+
+
+def test_a_trap_label_does_not_repeat_the_question():
+    for q in ic.CONCEPT_QUESTIONS:
+        assert q.trap and q.trap.lower() not in q.question.lower(), q.key

@@ -72,7 +72,7 @@ def _drills(app_test, **query):
     return at
 
 
-def test_drill_answered_right_then_wrong_is_graded_each_time(app_test):
+def test_drill_answered_right_then_wrong_is_graded_each_time_but_scored_once(app_test):
     at = _drills(app_test)
     tokens = dr.make_drill("tokens", "classroom")
     assert dt.prompt(tokens) in " ".join(m.value for m in at.markdown)
@@ -86,12 +86,53 @@ def test_drill_answered_right_then_wrong_is_graded_each_time(app_test):
     assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"
     assert any("tokens per pass" in c.value for c in at.code)                  # the worked solution
 
-    at.text_input(key="ans_tokens").input("3.5").run()                           # wrong
+    at.text_input(key="ans_tokens").input("3.5").run()                           # wrong, after the solution
     at.button(key="chk_tokens").click().run()
     _no_exception(at)
     assert [e.value for e in at.error] == [f"Not quite: the answer is {tokens.answer():.4g}."]
-    assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"                  # the first answer stands
     assert at.metric[1].value == f"1 / {len(dr.DRILL_KINDS)}"
+
+
+def test_copying_the_shown_solution_does_not_raise_the_score(app_test):
+    """The reviewer's exploit: answer wrong, read the worked solution, type its number. The score stays 0."""
+    at = _drills(app_test)
+    d = dr.make_drill("speedup", "classroom")
+    at.text_input(key="ans_speedup").input("9").run()
+    at.button(key="chk_speedup").click().run()
+    assert any(f"= {d.answer():.2f}x" in c.value for c in at.code)            # the solution is on screen
+    at.text_input(key="ans_speedup").input(f"{d.answer():.2f}").run()
+    at.button(key="chk_speedup").click().run()
+    _no_exception(at)
+    assert [s.value for s in at.success] == [f"Right: {d.answer():.4g}."]     # graded ...
+    assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}"                  # ... but not scored
+    assert any("Scored on your first answer (not right)" in c.value for c in at.caption)
+
+
+def test_invalid_input_before_the_first_answer_does_not_freeze_the_score(app_test):
+    at = _drills(app_test)
+    d = dr.make_drill("speedup", "classroom")                                  # 1.5714
+    at.text_input(key="ans_speedup").input("1,57").run()                        # a decimal comma: asked again
+    at.button(key="chk_speedup").click().run()
+    _no_exception(at)
+    assert any("comma" in w.value and "1.57" in w.value for w in at.warning)
+    assert not any("tokens per pass" in c.value for c in at.code)             # no solution shown yet
+    assert at.metric[1].value == f"0 / {len(dr.DRILL_KINDS)}"
+    at.text_input(key="ans_speedup").input("1.57").run()
+    at.button(key="chk_speedup").click().run()
+    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert d.answer() == pytest.approx(1.5714, abs=1e-4)
+
+
+def test_crossover_drill_accepts_the_rounded_batch_and_says_why(app_test):
+    at = app_test(PAGE, part="Drills", seed="2")                                # H100 PCIe, W8A16, gamma 7: 23.62
+    d = dr.make_drill("crossover", "2")
+    assert 23 < d.answer() < 24
+    at.text_input(key="ans_crossover").input("24").run()
+    at.button(key="chk_crossover").click().run()
+    _no_exception(at)
+    assert len(at.success) == 1 and "whole number" in at.success[0].value and "23 or 24" in at.success[0].value
+    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"
 
 
 def test_score_counts_several_drills_and_a_choice(app_test):
@@ -193,13 +234,24 @@ def test_concept_question_wrong_then_right(app_test):
     assert [s.value for s in at.success] == ["Right. " + q.options[q.answer_index].why]
 
 
+def test_a_trap_is_named_only_after_its_question_is_answered(app_test):
+    at = app_test(PAGE, part="Concepts")
+    _no_exception(at)
+    shown = lambda: " ".join([m.value for m in at.markdown] + [c.value for c in at.caption])  # noqa: E731
+    assert "Trap" not in shown() and not any(q.trap in shown() for q in ic.CONCEPT_QUESTIONS)
+    first, second = ic.CONCEPT_QUESTIONS[:2]
+    at.radio(key=f"cq_{first.key}").set_value(0).run()
+    assert first.trap in shown() and second.trap not in shown()
+
+
 def test_thirty_second_practice(app_test):
     at = app_test(PAGE, part="30-second")
     _no_exception(at)
-    assert at.info[0].value == ic.MODEL_ANSWER
+    assert at.info[0].value == ic.THIRTY_SECOND_ANSWER
+    assert any(f"{ic.word_count(ic.THIRTY_SECOND_ANSWER)} words" in c.value for c in at.caption)
     at.button(key="practice_start").click().run()
     _no_exception(at)
-    assert not at.info or at.info[0].value != ic.MODEL_ANSWER              # hidden while practising
+    assert not at.info or at.info[0].value != ic.THIRTY_SECOND_ANSWER      # hidden while practising
     assert any("s left" in p.proto.text for p in at.get("progress"))
     at.checkbox(key="phrase_0").check().run()
     at.checkbox(key="phrase_4").check().run()

@@ -15,8 +15,9 @@ from content import interview_content as ic
 from specdec_core import drills as dr
 from ui.controls import set_value
 from ui.interview_figures import drill_figure
+from ui.safe_text import md
 
-SCORE = "iv_score"          # {(seed, kind): bool}, the latest verdict per drill of the current set
+SCORE = "iv_score"          # {(seed, kind): bool}, the first graded verdict per drill (frozen: the solution shows)
 GRADES = "iv_grades"        # {(seed, kind): Grade}
 LOCKED = "iv_locked"        # {(seed, kind): str}, classroom predictions committed before the reveal
 REVEALED = "iv_revealed"    # {(seed, kind)}
@@ -64,10 +65,12 @@ def render_drills(seed: str, classroom: bool) -> None:
     score = session_default(SCORE, {})
     mine = [ok for (s, _), ok in score.items() if s == seed]
     cols = st.columns([1, 1, 3])
-    cols[0].metric("Score", f"{sum(mine)} / {len(dr.DRILL_KINDS)}", help="Latest answer to each drill of this set.")
+    cols[0].metric("Score", f"{sum(mine)} / {len(dr.DRILL_KINDS)}",
+                   help="Your first graded answer to each drill of this set: after it the worked solution is shown, "
+                        "so later answers are checked but not scored.")
     cols[1].metric("Answered", f"{len(mine)} / {len(dr.DRILL_KINDS)}")
     cols[2].caption(f"Graded {dr.TOLERANCE_TEXT}. Answers rounded to two decimals always pass; "
-                    "typed units such as '2.8x' are fine.")
+                    "typed units such as '2.8x' are fine; write decimals with a point (2.53, not 2,53).")
     for i, drill in enumerate(dr.drill_set(seed), start=1):
         with st.container(border=True):
             st.markdown(f"**Drill {i}. {dr.DRILL_TITLES[drill.kind]}**")
@@ -79,11 +82,12 @@ def render_drills(seed: str, classroom: bool) -> None:
 
 
 def _record(drill: dr.Drill, seed: str, response: str) -> None:
-    """Grade ``response`` and keep the verdict; invalid input is reported, not scored."""
+    """Grade ``response`` and show the verdict. Invalid input is reported, not scored. The first valid answer
+    is the score: it reveals the worked solution, so a later answer is graded but cannot change the score."""
     g = dr.grade(drill, response)
     session_default(GRADES, {})[(seed, drill.kind)] = g
     if g.valid:
-        session_default(SCORE, {})[(seed, drill.kind)] = g.correct
+        session_default(SCORE, {}).setdefault((seed, drill.kind), g.correct)
 
 
 def _on_check(drill: dr.Drill, seed: str) -> None:
@@ -112,6 +116,9 @@ def _graded(drill: dr.Drill, seed: str) -> None:
     else:
         st.error(g.message, icon=":material/cancel:")
     if g.valid:
+        first = session_default(SCORE, {}).get((seed, drill.kind))
+        st.caption(f"Scored on your first answer ({'right' if first else 'not right'}): the worked solution below "
+                   "was shown after it, so later answers are checked but do not change the score.")
         _solution(drill, large=False)
 
 
@@ -130,7 +137,7 @@ def _predict_then_reveal(drill: dr.Drill, seed: str) -> None:
         st.button("Lock in the prediction", key=f"lock_{drill.kind}", on_click=_lock)
         st.caption("Commit to a number before anyone sees the answer.")
         return
-    st.markdown(f"Prediction locked in: **{locked[key]}**")
+    st.markdown(f"Prediction locked in: **{md(locked[key])}**")
     if key not in revealed:
         def _reveal() -> None:
             st.session_state[REVEALED].add(key)
@@ -160,7 +167,7 @@ def render_concepts() -> None:
     st.subheader("Concept questions: the traps")
     for i, q in enumerate(ic.CONCEPT_QUESTIONS, start=1):
         with st.container(border=True):
-            st.markdown(f"**{i}. {q.question}**  \n*Trap: {q.trap}*")
+            st.markdown(f"**{i}. {q.question}**")
             labels = [o.text for o in q.options]
             pick = st.radio("Your choice", range(len(labels)), format_func=lambda j, L=labels: L[j],
                             index=None, key=f"cq_{q.key}", label_visibility="collapsed")
@@ -168,6 +175,7 @@ def render_concepts() -> None:
                 continue
             ok, why = ic.check_choice(q, pick)
             (st.success if ok else st.error)(("Right. " if ok else "Not this one. ") + why)
+            st.caption(f"The trap this question probes: {q.trap}.")   # named only after an answer
             if not ok:
                 with st.expander("Try again, or show the right answer"):
                     st.markdown(q.options[q.answer_index].text)
@@ -178,11 +186,14 @@ T0, RUNNING = "iv_t0", "iv_running"
 
 
 def render_thirty_seconds() -> None:
-    """A model answer, then a timed practice with the key phrases to tick off."""
+    """The answer (the same text as on the home page), then a timed practice with its key phrases to tick off."""
     st.subheader("Say it in 30 seconds")
     running = session_default(RUNNING, False)
     if not running:
-        st.info(ic.MODEL_ANSWER)
+        st.info(ic.THIRTY_SECOND_ANSWER)
+        words = ic.word_count(ic.THIRTY_SECOND_ANSWER)
+        st.caption(f"{words} words: about {60 * words / ic.SPEAKING_WORDS_PER_MINUTE:.0f} s at "
+                   f"{ic.SPEAKING_WORDS_PER_MINUTE} words a minute, inside the {ic.PRACTICE_SECONDS} s timer.")
 
     def _start() -> None:
         st.session_state[T0], st.session_state[RUNNING] = time.monotonic(), True

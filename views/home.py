@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from content.interview_content import THIRTY_SECOND_ANSWER
 from specdec_core.algebra import expected_tokens, speedup
 
 # The seed document's worked case.
@@ -46,15 +47,9 @@ def render() -> None:
     )
 
     st.subheader("The 30-second answer")
-    st.info(
-        "\u201cA cheap draft model proposes a few tokens, and the big model scores all of them in one "
-        "pass, which costs about the same as a single normal step because small-batch decoding is "
-        "memory-bound. On average you get one plus the sum of the probabilities that each prefix "
-        "survives; divide that by the drafting and verification cost to see whether it pays. Keeping "
-        "a guess with probability min(1, p/q) and resampling rejections from (p minus q)-plus makes "
-        "the output exactly the big model's distribution. Good acceptance helps, but if drafting or "
-        "verification gets expensive, for example at large batch, speculation turns into a slowdown.\u201d"
-    )
+    st.info(THIRTY_SECOND_ANSWER)
+    st.page_link("views/interview.py", label="Practise it against the clock, with its key phrases",
+                 icon=":material/timer:", query_params={"part": "30-second"})
 
     st.subheader("Explore")
     st.page_link("views/algebra.py", label="Algebra: alpha, gamma, c, v and the speedup", icon=":material/functions:")
