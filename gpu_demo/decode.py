@@ -103,8 +103,8 @@ class DecodeResult:
 # ---------------------------------------------------------------------------------------------- validation
 
 
-def check_gamma(gamma: object) -> int:
-    """gamma an integer in [1, MAX_GAMMA]."""
+def check_draft_length(gamma: object) -> int:
+    """The engine's draft length: an integer in [1, MAX_GAMMA] (the algebra's check_gamma allows any gamma >= 0)."""
     if isinstance(gamma, bool) or not isinstance(gamma, int) or not 1 <= gamma <= MAX_GAMMA:
         raise ValueError(f"gamma must be an integer in [1, {MAX_GAMMA}]; got {gamma!r}")
     return gamma
@@ -279,7 +279,7 @@ def speculative(
     (q is the law actually sampled from: one-hot for a greedy draft) but accept less. Greedy is decided
     by the target's temperature: at 0 both use argmax and the output equals greedy decoding.
     """
-    check_gamma(gamma)
+    check_draft_length(gamma)
     check_sampling(sampling, target.vocab_size, "target")
     dsamp = sampling if draft_sampling is None else check_sampling(draft_sampling, target.vocab_size, "draft")
     if sampling.greedy:

@@ -2,7 +2,8 @@
 
 Target and draft are first-order Markov chains over V tokens: p1(x1), P2(x2 | x1) and q1, Q2. One
 speculative round drafts x1 ~ q1, x2 ~ Q2(. | x1) and verifies left to right. The joint law of the
-first two emitted tokens is enumerated path by path, independently of ``emitted_distribution``.
+first two emitted tokens is enumerated path by path (not through ``emitted_distribution``); the
+per-token pieces, min(1, p/q) and the residual, are the ones in ``rejection``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import itertools
 import numpy as np
 from numpy.typing import NDArray
 
-from specdec_core.rejection import acceptance_rate, check_pair
+from specdec_core.rejection import acceptance_probability, acceptance_rate, check_pair, residual_distribution
 
 
 def markov_example(v: int = 3, seed: int = 0, conc: float = 1.0) -> tuple[NDArray, NDArray, NDArray, NDArray]:
@@ -26,26 +27,14 @@ def markov_example(v: int = 3, seed: int = 0, conc: float = 1.0) -> tuple[NDArra
     return p1, P2, q1, Q2
 
 
-def _keep(p: float, q: float) -> float:
-    """min(1, p/q) for a proposed token (q > 0)."""
-    return min(1.0, p / q)
-
-
-def _residual(p: NDArray, q: NDArray) -> NDArray:
-    """(p - q)+ normalised (p itself when empty: then it is never drawn)."""
-    r = np.maximum(p - q, 0.0)
-    return r / r.sum() if r.sum() > 0 else p
-
-
 def _first_token_next_round(P2: NDArray, Q2: NDArray, prefix: int) -> NDArray:
     """Law of the first token a fresh round emits after `prefix`: enumerate z ~ Q2[prefix], keep or resample."""
     p, q = P2[prefix], Q2[prefix]
     out = np.zeros(p.size)
-    r = _residual(p, q)
+    r, keep = residual_distribution(p, q), acceptance_probability(p, q)  # (V,), (V,)
     for z in np.flatnonzero(q > 0):
-        keep = _keep(p[z], q[z])
-        out[z] += q[z] * keep
-        out += q[z] * (1.0 - keep) * r
+        out[z] += q[z] * keep[z]
+        out += q[z] * (1.0 - keep[z]) * r
     return out
 
 
@@ -55,17 +44,17 @@ def joint_emitted_two_positions(p1: NDArray, P2: NDArray, q1: NDArray, Q2: NDArr
     check_pair(P2, Q2)
     v = p1.size
     joint = np.zeros((v, v))                               # (V, V)
-    r1 = _residual(p1, q1)
+    r1, keep_1 = residual_distribution(p1, q1), acceptance_probability(p1, q1)   # (V,), (V,)
+    keep_2 = acceptance_probability(P2, Q2)                # (V, V): row x1 is min(1, P2/Q2)
     for x1, x2 in itertools.product(range(v), range(v)):
         draft = q1[x1] * Q2[x1, x2]                        # P(draft proposes x1, x2)
         if draft == 0.0:
             continue
-        keep1 = _keep(p1[x1], q1[x1])
-        keep2 = _keep(P2[x1, x2], Q2[x1, x2])
+        keep1, keep2 = keep_1[x1], keep_2[x1, x2]
         # both kept: emit x1, x2 (a bonus token follows, beyond the two we track)
         joint[x1, x2] += draft * keep1 * keep2
         # x1 kept, x2 rejected: emit x1, then a correction from (P2[x1] - Q2[x1])+
-        joint[x1, :] += draft * keep1 * (1.0 - keep2) * _residual(P2[x1], Q2[x1])
+        joint[x1, :] += draft * keep1 * (1.0 - keep2) * residual_distribution(P2[x1], Q2[x1])
         # x1 rejected: emit y ~ r1; the round ends and the next round supplies the second token
         for y in np.flatnonzero(r1 > 0):
             joint[y, :] += draft * (1.0 - keep1) * r1[y] * _first_token_next_round(P2, Q2, y)

@@ -95,7 +95,8 @@ def test_training_a_distilled_draft_without_its_teacher_fails_before_any_step(tm
 
 def test_committed_draft_metadata_matches_its_weights() -> None:
     """The shipped draft was distilled on the shipped target; its recorded alpha and loss are recomputed here."""
-    from gpu_demo.training.char import CharVocab, held_out_loss, random_batch
+    from gpu_demo.models.char import CharTokenizer
+    from gpu_demo.training.char import held_out_loss, random_batch
     from gpu_demo.training.corpus import load_books, train_val_split
 
     meta = json.loads((ASSETS / "draft.json").read_text())
@@ -105,7 +106,7 @@ def test_committed_draft_metadata_matches_its_weights() -> None:
     target, _ = load_char_model(ASSETS, "target")
     draft, _ = load_char_model(ASSETS, "draft")
     train_text, val_text = train_val_split(load_books())
-    val_ids = CharVocab(meta["vocab"]).encode_tensor(val_text)
+    val_ids = torch.tensor(CharTokenizer(meta["vocab"]).encode(val_text), dtype=torch.long)
     windows = random_batch(val_ids, (16, meta["train"]["seq_len"]), torch.Generator().manual_seed(0))[0]
     assert acceptance(target, draft, windows) == pytest.approx(d["held_out_alpha_t1"], abs=2e-4)
     loss = held_out_loss(draft, val_ids, meta["train"]["seq_len"])

@@ -30,6 +30,11 @@ class CharTokenizer:
         self.vocab_size = len(chars)
         self._index = {ch: i for i, ch in enumerate(chars)}
 
+    @classmethod
+    def from_text(cls, text: str) -> CharTokenizer:
+        """The alphabet of every character occurring in text, sorted by code point."""
+        return cls("".join(sorted(set(text))))
+
     def encode(self, text: str) -> list[int]:
         """One id per character; ValueError listing every character outside the alphabet."""
         try:

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from gpu_demo.models.char import (
     CharConfig,
+    CharTokenizer,
     CharTransformer,
     ExpertSumLM,
     WindowConfig,
@@ -69,23 +70,6 @@ PRESETS: dict[str, tuple[dict, TrainConfig]] = {
 
 
 TRAIN_ORDER = ["expert", "target", "draft"]
-
-
-class CharVocab:
-    """Sorted set of the corpus's characters <-> ids."""
-
-    def __init__(self, chars: str) -> None:
-        self.chars = chars
-        self.index = {ch: i for i, ch in enumerate(chars)}
-
-    @classmethod
-    def from_text(cls, text: str) -> CharVocab:
-        """Vocabulary of every character occurring in text, sorted by code point."""
-        return cls("".join(sorted(set(text))))
-
-    def encode_tensor(self, text: str) -> torch.Tensor:
-        """LongTensor of ids, one per character."""
-        return torch.tensor([self.index[ch] for ch in text], dtype=torch.long)
 
 
 def build_model(vocab_size: int, arch: dict) -> CharTransformer | WindowMLP:
@@ -143,7 +127,7 @@ def held_out_loss(
 
 def train_one(
     name: str,
-    vocab: CharVocab,
+    vocab: CharTokenizer,
     train_ids: torch.Tensor,
     val_ids: torch.Tensor,
     seed: int,
@@ -258,7 +242,7 @@ def train_one(
 def _distill_phase(
     student: CharTransformer | WindowMLP,
     teacher_name: str,
-    vocab: CharVocab,
+    vocab: CharTokenizer,
     train_ids: torch.Tensor,
     val_ids: torch.Tensor,
     tcfg: TrainConfig,
@@ -309,8 +293,9 @@ def main(
         torch.set_num_threads(threads)
     books = load_books()
     train_text, val_text = train_val_split(books)
-    vocab = CharVocab.from_text(train_text + val_text)
-    train_ids, val_ids = vocab.encode_tensor(train_text), vocab.encode_tensor(val_text)
+    vocab = CharTokenizer.from_text(train_text + val_text)
+    train_ids = torch.tensor(vocab.encode(train_text), dtype=torch.long)  # (N,)
+    val_ids = torch.tensor(vocab.encode(val_text), dtype=torch.long)  # (M,)
     for name in sorted(which, key=TRAIN_ORDER.index):  # the target builds on the trained expert
         train_one(
             name,

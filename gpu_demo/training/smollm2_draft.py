@@ -26,6 +26,7 @@ from torch import nn
 
 from gpu_demo.models.gguf import SmolLM2, cache_root, load_smollm2
 from gpu_demo.models.llama import Llama, LlamaConfig
+from gpu_demo.training.distill import lr_cosine
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 DRAFT_NAME = "smollm2_draft"
@@ -215,11 +216,8 @@ def top_overlap(
 
 # ---------------------------------------------------------------------- train ----
 def lr_at(step: int, cfg: SmolDraftConfig) -> float:
-    """Linear warm-up then cosine decay to 10% of lr."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+    """Linear warm-up then cosine decay to 10% of lr (the one schedule: training.distill.lr_cosine)."""
+    return lr_cosine(step, cfg.steps, cfg.lr, 0.1 * cfg.lr, cfg.warmup)
 
 
 def train(cfg: SmolDraftConfig = SmolDraftConfig(), out_dir: Path = ASSETS, log=print) -> dict:
