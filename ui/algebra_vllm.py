@@ -1,0 +1,166 @@
+"""The algebra page's vLLM parts: alpha_j against vLLM's per-position rates, and a paste box for a server's metrics.
+
+Every number comes from specdec_core (algebra, vllm_metrics, measure); this module lays them out. User text is
+never echoed into Markdown: parse errors are shown verbatim in st.code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import streamlit as st
+
+from specdec_core import algebra as alg
+from specdec_core import vllm_metrics as vm
+from specdec_core.measure import fill_unreached
+
+EXAMPLE_LINE = (   # vLLM's line for alpha_j = 0.9, 0.5, 0.2 over 100 drafts of 3 tokens
+    "SpecDecoding metrics: Mean acceptance length: 2.44, Accepted throughput: 14.40 tokens/s, Drafted throughput: "
+    "30.00 tokens/s, Accepted: 144 tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.900, 0.450, 0.090, "
+    "Avg Draft acceptance rate: 48.0%"
+)
+DEFINITIONS = (
+    r"\text{acceptance rate} = \frac{\text{accepted tokens}}{\text{drafted tokens}}\qquad"
+    r"\text{mean acceptance length} = 1 + \frac{\text{accepted tokens}}{\text{drafts}}\qquad"
+    r"r_j = \frac{\text{accepted at position } j}{\text{drafts}} = \prod_{i\le j}\alpha_i"
+)
+
+
+def _n(x: float, d: int = 3) -> str:
+    """A number for the page; an undefined rate (position never reached) is said in words, never NaN."""
+    return "not reached" if math.isnan(x) else f"{x:.{d}f}"
+
+
+def positional_comparison(aj: np.ndarray, c: float, v: float) -> None:
+    """The positional section: conditional alpha_j beside vLLM's unconditional r_j, and the constant alpha that
+    gives the same E[N] (not the mean of the alpha_j)."""
+    if aj.size == 0:
+        return
+    gap, rates = alg.positional_gap(aj, c, v), vm.rates_from_alphas(aj)
+    st.dataframe(
+        {
+            "position j": list(range(1, aj.size + 1)),
+            "alpha_j (conditional: accepted, given j was reached)": [_n(a, 4) for a in aj],
+            "vLLM's per-position rate r_j = prod of alpha_i up to j": [_n(r, 4) for r in rates.per_position_rates],
+        },
+        hide_index=True,
+    )
+    st.caption(
+        f"vLLM would report these alpha_j (every draft {aj.size} tokens long) as acceptance rate "
+        f"{rates.acceptance_rate:.3f} (= sum of r_j / gamma), mean acceptance length "
+        f"{rates.mean_acceptance_length:.3f} (= E[N], the bonus token counted) and per-position rates r_j as in "
+        "the last column, which are unconditional: divide each by the one before to get alpha_j back."
+    )
+    st.info(
+        f"The constant alpha that gives the same E[N] = {gap['en_positional']:.3f} at gamma = {aj.size} is "
+        f"alpha = {gap['alpha_equivalent']:.4f} (solved from (1 - alpha^(gamma+1)) / (1 - alpha) = E[N]). "
+        f"The mean alpha_bar = {gap['alpha_bar']:.4f} is not it: at the mean the formula predicts E[N] = "
+        f"{gap['en_constant']:.3f} and {gap['speedup_constant']:.2f}x against the per-position "
+        f"{gap['speedup_positional']:.2f}x, off by {gap['rel_error']:+.1%}. E[N] = 1 + sum of the products "
+        "alpha_1 ... alpha_i, so alpha_1 multiplies every term and alpha_gamma only the last; an average weighs "
+        "them equally. The equivalent constant also changes with gamma, so it is no workload constant either."
+    )
+
+
+def _read(text: str) -> vm.SpecDecodeCounts | None:
+    """Parse the pasted text (asking for the model when a scrape holds several); None after showing why not."""
+    try:
+        models = vm.model_names(text)
+    except ValueError:
+        models = []                                    # parse() below says what is wrong
+    model = st.selectbox("Model in the scrape", models, key="vllm_model") if len(models) > 1 else None
+    try:
+        return vm.parse(text, model_name=model)
+    except ValueError as exc:
+        st.warning("**That text could not be used.** What is wrong with it:", icon=":material/error:")
+        st.code(str(exc), language=None, wrap_lines=True)
+        return None
+
+
+def _table(counts: vm.SpecDecodeCounts) -> None:
+    """Per position: vLLM's rate as given, the conditional alpha_j, and its rounding range or its count."""
+    r, a = counts.per_position_rates(), counts.conditional_alphas()
+    table = {
+        "position j": list(range(1, counts.gamma + 1)),
+        "vLLM's r_j (unconditional)": [_n(x, 4) for x in r],
+        "alpha_j = r_j / r_(j-1) (conditional)": [_n(x, 4) for x in a],
+    }
+    if counts.accepted_per_position is not None:
+        table["drafts accepted through j"] = list(counts.accepted_per_position)
+    else:
+        lo, hi = counts.conditional_alpha_bounds()
+        table["alpha_j within the printed rounding"] = [
+            "not reached" if math.isnan(x) else f"{x:.4f} to {y:.4f}" for x, y in zip(lo, hi)
+        ]
+    st.dataframe(table, hide_index=True)
+
+
+def paste_section(c: float, v: float) -> None:
+    """Paste a vLLM log line or /metrics scrape: its numbers, the conditional alpha_j, E[N], speedup, best gamma."""
+    st.subheader("vLLM's numbers in: paste a server's spec-decode metrics")
+    st.markdown(
+        "vLLM reports three quantities. The first two are averages over all draft tokens or all drafts; the "
+        "third, the per-position rate r_j, is **unconditional** (the share of all drafts whose first j tokens "
+        "were accepted), while this page's alpha_j are conditional (given the first j - 1 were accepted)."
+    )
+    st.latex(DEFINITIONS)
+    text = st.text_area(
+        "A 'SpecDecoding metrics:' log line, or the text of the server's /metrics endpoint",
+        key="vllm_paste",
+        height=140,
+        placeholder=EXAMPLE_LINE,
+        help="One log line (lines from several intervals cannot be pooled: the line does not print its number "
+        "of drafts), or a Prometheus scrape: engines of one model are summed. Not kept in the URL.",
+    )
+    if not text.strip():
+        st.caption("Paste a line or a scrape to see its alpha_j. The placeholder is vLLM's line for alpha_j = "
+                   "0.9, 0.5, 0.2 over 100 drafts.")
+        return
+    counts = _read(text)
+    if counts is None:
+        return
+    _derived(counts, c, v)
+
+
+def _derived(counts: vm.SpecDecodeCounts, c: float, v: float) -> None:
+    """The numbers a parsed input gives, and with the page's c and v the predicted speedup and best gamma."""
+    g, a = counts.gamma, fill_unreached(counts.conditional_alphas())      # unreached adds nothing to E[N]
+    rate, length = counts.acceptance_rate(), counts.mean_acceptance_length()
+    en, eq = alg.expected_tokens_positional(a), alg.equivalent_alpha(a)
+    s, (best, s_best) = alg.speedup_positional(a, c, v), alg.best_gamma_positional(a, c, v)
+    _table(counts)
+    cols = st.columns(4)
+    cols[0].metric("Acceptance rate (vLLM)", f"{rate:.3f}", help="accepted / drafted tokens")
+    cols[1].metric("Mean acceptance length (vLLM)", f"{length:.2f}" if counts.source == "log" else f"{length:.3f}",
+                   help="1 + accepted / drafts: E[N], the bonus token counted")
+    cols[2].metric("E[N] from the alpha_j", f"{en:.3f}", help="1 + sum_i prod_{j<=i} alpha_j = 1 + sum_j r_j")
+    cols[3].metric("Constant alpha, same E[N]", f"{eq:.4f}", help=f"at gamma = {g}; not the mean of the alpha_j")
+    cols = st.columns(3)
+    cols[0].metric(f"Predicted speedup at gamma = {g}", f"{s:.2f}x", help="E[N] / (gamma c + v)")
+    cols[1].metric(f"Best gamma (0..{g})", str(best), f"{s_best:.2f}x at best", delta_color="off")
+    cols[2].metric("Drafts", "not printed" if counts.num_drafts is None else f"{counts.num_drafts:,}")
+    st.caption(
+        f"c = {c:g} and v = {v:g} are this page's controls. The best gamma is searched only up to the server's "
+        f"gamma = {g}: its metrics say nothing about longer drafts. "
+        + ("A slowdown at these costs. " if s < 1.0 else "")
+        + (
+            "From a log line: Accepted and Drafted are exact counts, so the acceptance rate is exact; the mean "
+            "length is printed to 2 decimals and r_j to 3, so each alpha_j carries the range in the table."
+            if counts.source == "log"
+            else "From counters (since the server started; engines of one model summed): every number is exact."
+        )
+    )
+    if counts.drafts_shorter_than_gamma():
+        st.warning(
+            f"Some drafts were shorter than gamma = {g} (a lookup drafter, or requests ending). vLLM counts every "
+            "draft as reaching every position, so these alpha_j are lower bounds past the first position; E[N] "
+            "is still the measured mean length."
+        )
+    wrong_r = alg.expected_tokens_positional(counts.per_position_rates())
+    wrong_rate = float(alg.expected_tokens(rate, g))
+    st.markdown(
+        f"Two tempting misreadings: vLLM's r_j fed to 1 + sum prod alpha_j as if conditional give E[N] = "
+        f"{wrong_r:.3f}, and its acceptance rate {rate:.3f} used as a constant alpha gives {wrong_rate:.3f}; "
+        f"the measured E[N] is {en:.3f}."
+    )
