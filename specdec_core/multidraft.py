@@ -179,9 +179,11 @@ def exhaustive_multidraft_check(p: NDArray, q: NDArray, k: int, rule: str, chunk
 def check_multidraft(p: ArrayLike, q: ArrayLike, k: int, rule: str, n: int, seed: int = 0) -> RuleCheck:
     """The rule's exact law against p, and n sampled positions tested against p by chi-square."""
     pa, qa = check_pair(p, q)
-    law = multidraft_distribution(pa, qa, k, rule)[0]
+    law, ranks = multidraft_distribution(pa, qa, k, rule)
     tokens, rank = sample_multidraft(pa, qa, k, n, rule, seed)
     counts = np.bincount(tokens, minlength=pa.size)
     stat, dof, p_value = chi_square_gof(counts, pa)
-    return RuleCheck(rule, RULES[rule], True, law, float(np.abs(law - pa).max()), float(0.5 * np.abs(law - pa).sum()),
-                     counts / counts.sum(), float((rank > 0).mean()), stat, dof, p_value)
+    return RuleCheck(name=rule, label=RULES[rule], defined=True, law=law, max_error=float(np.abs(law - pa).max()),
+                     tv_to_p=float(0.5 * np.abs(law - pa).sum()), empirical=counts / counts.sum(),
+                     kept=float((rank > 0).mean()), kept_exact=float(ranks.sum()), stat=stat, dof=dof,
+                     p_value=p_value)

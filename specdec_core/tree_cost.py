@@ -103,6 +103,7 @@ class TreeVsChain:
     best_speedup: NDArray[np.float64]
     best_goodput_tps: NDArray[np.float64]  # plain tokens/s x the best chain's speedup
     tree_loses_from: float | None         # smallest batch on the grid where the tree is not above the best chain
+    off_from: float | None                # smallest batch on the grid where the best gamma is 0 (speculation off)
 
 
 def tree_vs_chain(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str,
@@ -112,4 +113,6 @@ def tree_vs_chain(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: Dec
     t = tree_cost(tree, a, target, draft, hw, mode, context, batch)
     c = tree_cost(chain(min(tree.n_nodes, MAX_DEPTH)), a, target, draft, hw, mode, context, batch)
     gammas, best = best_chain_against_batch(float(a[0]), target, draft, hw, mode, context, t.batch)
-    return TreeVsChain(t, c, gammas, best, t.plain_tps * best, crossover_batch(t.speedup, best, t.batch))
+    off = np.flatnonzero(gammas == 0)
+    return TreeVsChain(t, c, gammas, best, t.plain_tps * best, crossover_batch(t.speedup, best, t.batch),
+                       float(t.batch[off[0]]) if off.size else None)

@@ -150,5 +150,7 @@ def check_typical(p: ArrayLike, q: ArrayLike, k: int, n: int, epsilon: float = M
     counts = np.bincount(tokens, minlength=pa.size)
     stat, dof, p_value = chi_square_gof(counts, pa)
     label = f"Medusa typical acceptance ({CANDIDATES[candidates]})"
-    return RuleCheck("typical", label, True, exact.law, float(np.abs(exact.law - pa).max()), float(exact.tv_to_p),
-                     counts / counts.sum(), float(kept.mean()), stat, dof, p_value)
+    return RuleCheck(name="typical", label=label, defined=True, law=exact.law,
+                     max_error=float(np.abs(exact.law - pa).max()), tv_to_p=float(exact.tv_to_p),
+                     empirical=counts / counts.sum(), kept=float(kept.mean()), kept_exact=float(exact.acceptance),
+                     stat=stat, dof=dof, p_value=p_value)

@@ -45,10 +45,17 @@ def test_defaults_show_the_core_numbers(app_test):
     assert _metric(at, "E[N], tree") == f"{tr.expected_accepted_length(tree, rates):.3f}"
     assert _metric(at, "E[N], chain of 16") == f"{tr.expected_accepted_length(tr.chain(16), rates):.3f}"
     r = tree_vs_chain(tree, rates, stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"],
-                      rl.HARDWARE["H100 SXM"], "bf16", 2048, [1.0])
+                      rl.HARDWARE["H100 SXM"], "bf16", 256, [1.0])
     assert _metric(at, "speedup, tree") == f"{r.tree.speedup[0]:.2f}x"
     assert _metric(at, f"best chain: gamma {int(r.best_gamma[0])}") == f"{r.best_speedup[0]:.2f}x"
     assert len(at.get("plotly_chart")) == 8
+    # the prose states what the model computes at the defaults: the tree loses at some batch, speculation goes off
+    grid = tree_vs_chain(tree, rates, stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"],
+                         rl.HARDWARE["H100 SXM"], "bf16", 256, np.unique(np.round(np.geomspace(1, 1024, 121))))
+    assert grid.tree_loses_from is not None and grid.off_from is not None
+    prose = " ".join(m.value for m in at.markdown)
+    assert f"catches up with the tree from about B = {grid.tree_loses_from:.0f}" in prose
+    assert f"switched off (gamma = 0) from about B = {grid.off_from:.0f}" in prose
 
 
 def test_sampled_tables_pass_the_exact_rules_and_reject_the_others(app_test):

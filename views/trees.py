@@ -33,6 +33,7 @@ PRESETS = [name for name in pc.PRESETS if name != "identical"] + ["identical"]
 WRONG = [NO_UPDATE, WOR_RATIO_Q]
 BATCH = np.unique(np.round(np.geomspace(1, 1024, 121)))
 CONTEXTS = ["256", "2048", "16384"]
+CONTEXT_DEFAULT = "256"           # short prompts: the batch reaches the compute roof and speculation switches off
 
 
 def pvalue_text(c: RuleCheck) -> str:
@@ -126,8 +127,8 @@ def multidraft_section(p: np.ndarray, q: np.ndarray, k: int) -> tuple[int, int]:
                       key="fig_acc_k")
     right.plotly_chart(figs.laws_figure(p, q, {"exact rule's law (= p)": d["law_wor"], RULES[wrong]: d["law_wrong"]},
                                         f"Emitted laws with k = {k}"), key="fig_laws")
-    st.latex(r"x_i\sim q_i,\quad \text{keep w.p. }\min\!\Big(1,\frac{r_{i-1}(x_i)}{q_i(x_i)}\Big),\quad"
-             r"r_0=p,\quad r_i=\frac{(r_{i-1}-q_i)_+}{\lVert(r_{i-1}-q_i)_+\rVert_1},\quad"
+    st.latex(r"x_i\sim q_i,\quad \text{keep w.p. }\min\!\Big(1,\frac{r_{i-1}(x_i)}{q_i(x_i)}\Big),\quad "
+             r"r_0=p,\quad r_i=\frac{(r_{i-1}-q_i)_+}{\lVert(r_{i-1}-q_i)_+\rVert_1},\quad "
              r"\text{all rejected: }y\sim r_k")
     st.markdown(
         "Each step is the single-draft rule with target r and proposal q_i, so it emits r exactly; the whole "
@@ -237,7 +238,7 @@ def tree_section(p: np.ndarray, q: np.ndarray) -> None:
         hw = bound_select("Hardware", list(rl.HARDWARE), key="hw", default="H100 SXM")
         mode = bound_select("Precision", list(rl.MODES), key="mode", default="bf16", format_func=rl.MODE_LABELS.get)
     with c3:
-        context = int(bound_select("Context L (tokens)", CONTEXTS, key="ctx", default="2048"))
+        context = int(bound_select("Context L (tokens)", CONTEXTS, key="ctx", default=CONTEXT_DEFAULT))
         batch = slider_input("batch B", "batch", 1, 1024, 1, 1)
     try:
         r = cost_data(tree, rates, target, draft, hw, mode, context)
@@ -288,8 +289,18 @@ def goodput_section(r: TreeVsChain, i: int) -> None:
         f"{t.n_nodes + 1} positions per sequence per round and keeps {t.e_n:.2f} of them. While the GPU waits on "
         "memory that work is free; once the batch alone keeps the tensor cores busy, every rejected position "
         "displaces another sequence's useful token. That is why engines shorten gamma as the batch grows and "
-        "switch speculation off (gamma = 0) when the best speedup falls to 1, as the chart on the right shows "
-        "under the same cost model as the roofline page.")
+        f"switch speculation off when no gamma beats 1. {switch_off_text(r)}")
+
+
+def switch_off_text(r: TreeVsChain) -> str:
+    """What the best-gamma chart shows at these settings, in words."""
+    first, last = int(r.best_gamma[0]), int(r.best_gamma[-1])
+    if r.off_from is not None:
+        return (f"Here the best chain shortens from gamma {first} at B = 1 and speculation is switched off "
+                f"(gamma = 0) from about B = {r.off_from:.0f}.")
+    return (f"Here the best chain shortens from gamma {first} at B = 1 to gamma {last} at B = 1,024 without reaching "
+            "0: with this context each sequence's KV-cache reads keep attention memory-bound, so extra verified "
+            "tokens stay cheap. A shorter context or a lower acceptance can switch it off.")
 
 
 def render() -> None:
