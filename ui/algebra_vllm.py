@@ -96,8 +96,11 @@ def _table(counts: vm.SpecDecodeCounts) -> None:
     st.dataframe(table, hide_index=True)
 
 
-def paste_section(c: float, v: float) -> None:
-    """Paste a vLLM log line or /metrics scrape: its numbers, the conditional alpha_j, E[N], speedup, best gamma."""
+def paste_section(c: float, v: float, v_of_gamma: np.ndarray | None = None) -> None:
+    """Paste a vLLM log line or /metrics scrape: its numbers, the conditional alpha_j, E[N], speedup, best gamma.
+
+    v_of_gamma (v for gamma = 0, 1, ..., from a decoder shape) prices each draft length; else v is fixed.
+    """
     st.subheader("vLLM's numbers in: paste a server's spec-decode metrics")
     st.markdown(
         "vLLM reports three quantities. The first two are averages over all draft tokens or all drafts; the "
@@ -120,15 +123,17 @@ def paste_section(c: float, v: float) -> None:
     counts = _read(text)
     if counts is None:
         return
-    _derived(counts, c, v)
+    _derived(counts, c, v, v_of_gamma)
 
 
-def _derived(counts: vm.SpecDecodeCounts, c: float, v: float) -> None:
+def _derived(counts: vm.SpecDecodeCounts, c: float, v: float, v_of_gamma: np.ndarray | None) -> None:
     """The numbers a parsed input gives, and with the page's c and v the predicted speedup and best gamma."""
     g, a = counts.gamma, fill_unreached(counts.conditional_alphas())      # unreached adds nothing to E[N]
     rate, length = counts.acceptance_rate(), counts.mean_acceptance_length()
     en, eq = alg.expected_tokens_positional(a), alg.equivalent_alpha(a)
-    s, (best, s_best) = alg.speedup_positional(a, c, v), alg.best_gamma_positional(a, c, v)
+    vs = v if v_of_gamma is None or v_of_gamma.size <= g else v_of_gamma[: g + 1]     # v, or v(0..g)
+    s = float(alg.speedup_prefixes(a, c, vs)[g])
+    best, s_best = alg.best_gamma_positional(a, c, vs)
     _table(counts)
     cols = st.columns(4)
     cols[0].metric("Acceptance rate (vLLM)", f"{rate:.3f}", help="accepted / drafted tokens")
@@ -140,8 +145,12 @@ def _derived(counts: vm.SpecDecodeCounts, c: float, v: float) -> None:
     cols[0].metric(f"Predicted speedup at gamma = {g}", f"{s:.2f}x", help="E[N] / (gamma c + v)")
     cols[1].metric(f"Best gamma (0..{g})", str(best), f"{s_best:.2f}x at best", delta_color="off")
     cols[2].metric("Drafts", "not printed" if counts.num_drafts is None else f"{counts.num_drafts:,}")
+    if np.ndim(vs) == 0:
+        costs = f"c = {c:g} and v = {v:g} (held fixed over gamma) are"
+    else:
+        costs = f"c = {c:g} and v(gamma), {vs[g]:.3f} at gamma = {g}, come from"
     st.caption(
-        f"c = {c:g} and v = {v:g} are this page's controls. The best gamma is searched only up to the server's "
+        f"{costs} this page's controls. The best gamma is searched only up to the server's "
         f"gamma = {g}: its metrics say nothing about longer drafts. "
         + ("A slowdown at these costs. " if s < 1.0 else "")
         + (
