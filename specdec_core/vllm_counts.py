@@ -77,7 +77,7 @@ class SpecDecodeCounts:
         if accepted > drafted:
             raise ValueError(f"More tokens accepted ({accepted}) than drafted ({drafted}): impossible.")
         if (self.accepted_per_position is None) == (self.logged_position_rates is None):
-            raise ValueError("Give either per-position counts (with num_drafts) or a log line's rates, not both.")
+            raise ValueError("Give per-position counts (with num_drafts) or a log line's rates: exactly one.")
         if self.accepted_per_position is not None:
             self._check_counts(drafted, accepted)
         else:

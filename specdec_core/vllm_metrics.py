@@ -66,7 +66,7 @@ def parse_log_line(text: str) -> SpecDecodeCounts:
         if m is None:
             raise ValueError(
                 f"The line has no '{name}: ...' field. Expected vLLM's format: Mean acceptance length, Accepted, "
-                "Drafted, Per-position acceptance rate and Avg Draft acceptance rate (vLLM 0.8 or later)."
+                "Drafted, Per-position acceptance rate and Avg Draft acceptance rate (as the V1 engine logs them)."
             )
         found[name] = m.group(1)
     rates = tuple(float(x) for x in found["Per-position acceptance rate"].split(","))  # numbers only (the patterns)
