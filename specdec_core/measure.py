@@ -120,6 +120,7 @@ class Measured:
     predicted_speedup_const: float  # speedup(alpha_const, gamma, c, v)
     measured_speedup: float  # baseline s/token over speculative s/token
     expected_tokens: float  # E[N] from alpha_j
+    t_target_s: float = math.nan  # baseline seconds per target step (event time): the unit of c and v
 
 
 def summarise(
@@ -174,4 +175,5 @@ def summarise(
         predicted_speedup_const=float(alg.speedup(a_for_const, g, c, v)) if ok_costs else math.nan,
         measured_speedup=spec_tps / base_tps if math.isfinite(spec_tps) and math.isfinite(base_tps) else math.nan,
         expected_tokens=alg.expected_tokens_positional(a_fill),
+        t_target_s=t_base,
     )
