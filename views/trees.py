@@ -225,7 +225,8 @@ def tree_section(p: np.ndarray, q: np.ndarray) -> None:
     cols = st.columns(4)
     cols[0].metric("draft nodes", f"{tree.n_nodes}", help=f"depth {int(tree.depth.max()) if tree.n_nodes else 0}")
     cols[1].metric("E[N], tree", f"{e_n:.3f}")
-    cols[2].metric(f"E[N], chain of {gamma}", f"{e_chain:.3f}")
+    cols[2].metric(f"E[N], chain of {gamma}", f"{e_chain:.3f}",
+                   help=f"the same budget, capped at {tr.MAX_DEPTH} (the deepest tree allowed)")
     cols[3].metric("tokens in the verify pass", f"{tr.verify_tokens(tree)}")
     st.latex(r"E[N]=1+\sum_{j\in\text{tree}}\ \prod_{i\in\text{path}(j)} a_{\mathrm{rank}(i)}")
     st.plotly_chart(figs.tree_figure(tree, tr.path_probabilities(tree, rates), f"The tree: {label}"), key="fig_tree")
