@@ -8,14 +8,23 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 
+def _show(x: object, limit: int = 8) -> str:
+    """A value for a message: arrays as plain lists ([nan, 0.5], never array([...]) reprs), long ones cut."""
+    if isinstance(x, (np.ndarray, list, tuple)):
+        flat = np.asarray(x, dtype=object).ravel().tolist()
+        items = [f"{v:g}" if isinstance(v, float) else str(v) for v in flat[:limit]]
+        return "[" + ", ".join(items) + (", ..." if len(flat) > limit else "") + "]"
+    return repr(x)
+
+
 def _as_float_array(x: ArrayLike, name: str) -> NDArray[np.float64]:
     """Convert to a float64 array, refusing non-numeric and non-finite input."""
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a number or an array of numbers; got {x!r}") from exc
+        raise ValueError(f"{name} must be a number or an array of numbers; got {_show(x)}") from exc
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite; got {x!r}")
+        raise ValueError(f"{name} must be finite; got {_show(x)}")
     return arr
 
 
@@ -74,7 +83,10 @@ def check_distribution(p: ArrayLike, name: str = "p", atol: float = 1e-9) -> NDA
         raise ValueError(f"{name} must be a non-empty vector of probabilities; got {p!r}")
     if np.any(arr < 0.0):
         raise ValueError(f"{name} must be non-negative; got a minimum of {arr.min():.3g}")
-    sums = arr.sum(axis=-1)
+    with np.errstate(over="ignore"):
+        sums = arr.sum(axis=-1)
+    if not np.all(np.isfinite(sums)):
+        raise ValueError(f"{name} must sum to 1 within {atol:g}; its entries are too large to add up")
     if np.any(np.abs(sums - 1.0) > atol):
         worst = float(np.max(np.abs(sums - 1.0)))
         raise ValueError(f"{name} must sum to 1 within {atol:g}; it is off by {worst:.3g}")

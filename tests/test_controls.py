@@ -38,6 +38,9 @@ def test_visible_shows_every_control_character():
     assert not any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in out)
 
 
+OPENERS = "!#$&()*+:<>@[\\]^_`{|}~"       # punctuation that can open a Markdown/HTML/directive construct mid-line
+
+
 def _unescaped_specials(escaped: str) -> list[str]:
     """ASCII punctuation characters in ``escaped`` that are not preceded by a backslash escape."""
     bad, i = [], 0
@@ -45,7 +48,7 @@ def _unescaped_specials(escaped: str) -> list[str]:
         if escaped[i] == "\\":
             i += 2
             continue
-        if escaped[i] in "!\"#$%&'()*+,-./:;<=>?@[]^_`{|}~":
+        if escaped[i] in OPENERS:
             bad.append(escaped[i])
         i += 1
     return bad
@@ -72,8 +75,11 @@ def test_md_cuts_and_makes_line_breaks_visible():
     assert len(re.sub(r"\\(.)", r"\1", out)) == 60
 
 
-def test_md_escape_of_a_backslash_alone():
-    assert md_escape("\\") == "\\\\" and md_escape("a.b") == "a\\.b"
+def test_md_escape_of_a_backslash_and_of_autolinks():
+    assert md_escape("\\") == "\\\\" and md_escape("a.b") == "a.b" and md_escape("non-negative") == "non-negative"
+    assert md_escape("see www.evil.example") == "see www\\.evil.example"         # GFM www. autolink broken
+    assert md_escape("WwW.x") == "WwW\\.x"
+    assert md_escape("http://e.example a@b.c") == "http\\://e.example a\\@b.c"
 
 
 def test_html_text_escapes_tags_quotes_and_line_breaks():

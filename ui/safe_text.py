@@ -3,8 +3,9 @@
 Anything a visitor controls (a URL value, a typed prompt, a model's token) is echoed through one of these:
 
 - ``md(text)`` for Markdown elements (st.markdown, st.warning, st.caption, st.info, labels): cut to a
-  length, control characters made visible, and every ASCII punctuation character backslash-escaped, so
-  no link, image, emphasis, code span, HTML tag, colour directive, icon or formula can form.
+  length, control characters made visible (so it stays on one line), and every ASCII punctuation character
+  that can open a construct backslash-escaped, so no link, image, autolink, emphasis, code span, HTML tag,
+  entity, colour directive, icon or formula can form.
 - ``html_text(text)`` for HTML (st.html, or markdown with unsafe_allow_html): control characters made
   visible (no line break can end an HTML block), then ``html.escape``.
 - ``clip(text)`` alone where the element shows text verbatim (st.code, a dataframe cell).
@@ -13,6 +14,7 @@ Anything a visitor controls (a URL value, a typed prompt, a model's token) is ec
 from __future__ import annotations
 
 import html
+import re
 import string
 import unicodedata
 
@@ -20,7 +22,11 @@ ELLIPSIS = "\u2026"
 ECHO_LIMIT = 60                         # characters of a user value echoed in a message
 # C0 controls become their Unicode "control pictures" (U+2400..U+241F), DEL becomes U+2421.
 _C0 = {i: chr(0x2400 + i) for i in range(0x20)} | {0x7F: "\u2421"}
-_MD_SPECIAL = frozenset(string.punctuation)
+# Punctuation that can open a Markdown construct anywhere in a line. Left out: - . , ; ' " / ? % =, which
+# mean something only at the start of a line (lists, setext headings), and escaped output never starts one
+# on its own (it has no line breaks; callers put it after their own words). "www." is handled apart.
+_MD_SPECIAL = frozenset(string.punctuation) - frozenset("-.,;'\"/?%=")
+_WWW = re.compile(r"(?<=www)\.", re.IGNORECASE)          # the dot of a GFM "www." autolink
 
 
 def clip(text: str, limit: int = ECHO_LIMIT) -> str:
@@ -52,10 +58,12 @@ def visible(text: str, keep_newline: bool = False) -> str:
 
 
 def md_escape(text: str) -> str:
-    """Backslash before every ASCII punctuation character: CommonMark renders each as itself, so nothing
-    in ``text`` can start Markdown, HTML, an autolink, a Streamlit directive (:red[...], :material/...:)
-    or a formula ($...$). Control characters must already be made visible (see ``md``)."""
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
+    """Backslash before each punctuation character that can open a construct (CommonMark renders an escaped
+    one as itself), so nothing in ``text`` starts Markdown, HTML, an entity, an autolink (http://, www.,
+    a@b.c), a Streamlit directive (:red[...], :material/...:) or a formula ($...$). Control characters must
+    already be made visible (see ``md``)."""
+    escaped = "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
+    return _WWW.sub(r"\\.", escaped)
 
 
 def md(text: object, limit: int = ECHO_LIMIT) -> str:

@@ -11,6 +11,7 @@ from specdec_core.simulate import empirical_pmf, simulate_tokens_per_step, summa
 from ui.algebra_figures import alpha_figure, gamma_figure, heatmap_figure, pmf_figure
 from ui.algebra_vllm import paste_section, positional_comparison
 from ui.controls import bound_radio, bound_select, bound_text, get_value, set_value, slider_input
+from ui.safe_text import md
 
 MAX_GAMMA = 32                     # the integer search range for the best gamma
 MC_STEPS = 200_000                 # Monte Carlo steps shown on the page
@@ -106,11 +107,16 @@ def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np
         "aj",
         placeholder=", ".join(f"{a:.3f}" for a in decayed),
     )
-    try:
-        typed = [float(x) for x in text.replace(";", ",").split(",") if x.strip()] if text else []
-        table = alg.fit_alphas(typed, gamma, decayed)
+    try:  # a blank entry (or a cleared table cell) keeps its position and takes the decay value there
+        cells = [x.strip() for x in text.replace(";", ",").split(",")][:gamma] if text.strip() else []
+        blank = [j + 1 for j, x in enumerate(cells) if not x]
+        table = alg.fit_alphas([float(x) if x else decayed[j] for j, x in enumerate(cells)], gamma, decayed)
+        if blank:
+            st.caption(f"Blank alpha_j at position {', '.join(map(str, blank))}: the decay value alpha rho^(j-1) "
+                       "is used there; later positions keep their place.")
     except ValueError as exc:
-        st.warning(f"Could not use those alpha_j ({exc}). Each must be a number in [0, 1]; using the decay model.")
+        st.warning(f"Could not use those alpha_j ({md(exc, 120)}). Each must be a number in [0, 1]; using the decay "
+                   "model at every position.")
         table = decayed
     base = [float(a) for a in table]
     editor_key = f"aj_table_{text}_{gamma}_{alpha}_{rho}"

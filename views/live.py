@@ -18,6 +18,7 @@ from ui.live import queue as lq
 from ui.live import runner as lr
 from ui.live import tokens as lt
 from ui.live.figures import batch_figure
+from ui.safe_text import md
 
 SWEEP_GAMMAS = list(range(1, 9))
 # Mid-run redraws are throttled: every redraw makes the server and the browser work while the next
@@ -59,7 +60,7 @@ if sp is not None:
     try:
         ids = lr.validate(sp, settings)
     except ValueError as exc:
-        st.error(f"Cannot run this prompt: {exc}")
+        st.error(f"This run cannot start with these settings: {md(exc, 400)}")
 
 step_mode = bound_toggle("step mode: one round per click, with every drafted token's q, p and uniform draw", "step")
 b1, b2, b3, b4 = st.columns([1.1, 1.3, 0.7, 2.4])

@@ -13,6 +13,7 @@ from specdec_core.multiposition import two_position_check
 from specdec_core.rejection import MAX_DRAWS, check_pair, decomposition, emitted_distribution
 from ui import proof_figures as figs
 from ui.controls import bound_radio, bound_select, bound_text, slider_input
+from ui.safe_text import md
 
 SOURCES = {**pc.PRESETS, "logits": "from logits (temperature, top-k, top-p)", "custom": "type p and q"}
 MISTAKES = ["correct", "resample_p", "raw_logits", "wrong_q", "naive_norm"]
@@ -114,7 +115,7 @@ def controls() -> tuple[str, pc.ProofCase]:
         return src, pc.case_from_pair(*pc.preset_pair(src, v))
     except ValueError as exc:
         st.warning(
-            f"**Input refused:** {exc}. Each vector needs {pc.V_MIN} to {pc.V_MAX} non-negative numbers "
+            f"**Input refused:** {md(exc, 200)}. Each vector needs {pc.V_MIN} to {pc.V_MAX} non-negative numbers "
             "that sum to 1, and p and q need the same length."
         )
         st.stop()
