@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
-
-ANSI = {"accepted": "\x1b[38;2;0;158;115m", "correction": "\x1b[38;2;213;94;0m\x1b[4m",
-        "bonus": "\x1b[38;2;0;114;178m\x1b[1m", "target": "", "rejected": "\x1b[38;2;150;150;150m\x1b[9m"}
-RESET = "\x1b[0m"
-PLAIN = {"accepted": ("", ""), "correction": ("[", "]"), "bonus": ("{", "}"), "target": ("", "")}
 
 
 def _gammas(text: str) -> list[int]:
@@ -68,6 +64,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Print a generation with token kinds marked, then a stats line."""
     from gpu_demo.decode import autoregressive, run, speculative
+    from gpu_demo.kinds import ANSI_RESET, KINDS, ansi
+    from gpu_demo.measure.stats import overall_alpha
     from gpu_demo.pairs import load_pair
 
     t0 = time.perf_counter()
@@ -92,22 +90,26 @@ def cmd_generate(args: argparse.Namespace) -> int:
                 continue
             s = pair.tokenizer.piece(tok)
             if colour:
-                out.append(f"{ANSI[kind]}{s}{RESET}" if ANSI[kind] else s)
+                out.append(f"{ansi(kind)}{s}{ANSI_RESET}" if ansi(kind) else s)
             else:
-                a, b = PLAIN[kind]
+                a, b = KINDS[kind].plain
                 out.append(f"{a}{s}{b}")
     print("".join(out))
     n_tok = len(res.tokens)
     dec_s = res.wall_s - res.events[0].prefill_s
-    acc = sum(e.n_accepted for e in res.events)
-    drafted = sum(min(e.k, e.n_accepted + 1) for e in res.events)
-    legend = ("colours: accepted draft = green, correction = orange underlined, bonus = blue bold" if colour
-              else "markers: plain = accepted draft (or target token), [x] = target correction, {x} = bonus")
+    alpha = overall_alpha(res.events)
+    shown = [k for k in ("accepted", "correction", "bonus") if any(k in e.kinds for e in res.events)]
+    if colour:
+        legend = "colours: " + ", ".join(f"{ansi(k)}{KINDS[k].label}{ANSI_RESET} ({KINDS[k].cue})" for k in shown)
+    else:
+        legend = "markers: plain = accepted draft (or target token), " + ", ".join(
+            f"{KINDS[k].plain[0]}x{KINDS[k].plain[1]} = {KINDS[k].label}" for k in shown if k != "accepted")
     print(f"\n-- {legend}")
     print(
         f"-- pair {pair.name} on {pair.device} | gamma {args.gamma} | {samp.describe()} | {n_tok} tokens in "
         f"{len(res.events)} target passes ({n_tok / max(1, len(res.events)):.2f} tokens/pass) | "
-        f"alpha {acc / drafted if drafted else float('nan'):.3f} | {n_tok / dec_s:.0f} tokens/s | load {load_s:.2f} s"
+        f"{'no draft (gamma 0)' if math.isnan(alpha) else f'alpha {alpha:.3f}'} | {n_tok / dec_s:.0f} tokens/s | "
+        f"load {load_s:.2f} s"
     )
     return 0
 

@@ -19,6 +19,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from doubles import MarkovLM
 
 import gpu_demo.decode as decode_mod
 from gpu_demo.decode import speculative
@@ -34,38 +35,6 @@ PROMPT = [2]
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-class MarkovLM:
-    """DecoderLM whose logits at a position depend only on that position's token: logits = table[x_t]."""
-
-    def __init__(self, table: np.ndarray, max_seq_len: int = 64) -> None:
-        self.table = torch.tensor(table, dtype=torch.float32)  # (V, V)
-        self.vocab_size = table.shape[0]
-        self.max_seq_len = max_seq_len
-        self._len = 0
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("cpu")
-
-    @property
-    def cache_len(self) -> int:
-        return self._len
-
-    def reset(self, batch_size: int = 1) -> None:
-        self._len = 0
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        if self._len + idx.shape[1] > self.max_seq_len:
-            raise ValueError("past the context")
-        self._len += idx.shape[1]
-        return self.table[idx]  # (B, T, V)
-
-    def rollback(self, n: int) -> None:
-        if not 0 <= n <= self._len:
-            raise ValueError("bad rollback")
-        self._len = n
 
 
 def _tables() -> tuple[np.ndarray, np.ndarray]:

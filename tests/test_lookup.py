@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from doubles import MarkovLM
 
 from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.drafters import Draft, LookupDrafter, find_continuation, one_hot_q, propose_ids
@@ -25,38 +26,6 @@ from specdec_core.stats import chi2_sf, chi_square_gof
 
 V = 4
 PROMPT = [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
-
-
-class MarkovLM:
-    """DecoderLM whose logits at a position depend only on that position's token: table[token]."""
-
-    def __init__(self, table: torch.Tensor, max_seq_len: int = 64) -> None:
-        self.table = table.float()  # (V, V)
-        self.vocab_size = table.shape[0]
-        self.max_seq_len = max_seq_len
-        self._len = 0
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("cpu")
-
-    @property
-    def cache_len(self) -> int:
-        return self._len
-
-    def reset(self, batch_size: int = 1) -> None:
-        self._len = 0
-
-    def rollback(self, n: int) -> None:
-        if not 0 <= n <= self._len:
-            raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
-        self._len = n
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        if self._len + idx.shape[1] > self.max_seq_len:
-            raise ValueError("past the context")
-        self._len += idx.shape[1]
-        return self.table[idx]  # (B, T, V)
 
 
 def markov_table(seed: int = 7) -> torch.Tensor:

@@ -1,0 +1,42 @@
+"""Shared test doubles: a first-order Markov "language model" that implements the DecoderLM protocol.
+
+Its logits at a position depend only on that position's token (logits = table[x_t]), so the law of a
+few decoded tokens is enumerable in closed form, while the real decoder, drafters and rules run on it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+class MarkovLM:
+    """DecoderLM whose logits at a position depend only on that position's token: table[token]."""
+
+    def __init__(self, table: np.ndarray | torch.Tensor, max_seq_len: int = 64) -> None:
+        self.table = torch.as_tensor(table, dtype=torch.float32)  # (V, V)
+        self.vocab_size = int(self.table.shape[0])
+        self.max_seq_len = max_seq_len
+        self._len = 0
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")
+
+    @property
+    def cache_len(self) -> int:
+        return self._len
+
+    def reset(self, batch_size: int = 1) -> None:
+        self._len = 0
+
+    def rollback(self, n: int) -> None:
+        if not 0 <= n <= self._len:
+            raise ValueError(f"rollback length must be in [0, {self._len}]; got {n}")
+        self._len = n
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        if self._len + idx.shape[1] > self.max_seq_len:
+            raise ValueError("past the context")
+        self._len += idx.shape[1]
+        return self.table[idx]  # (B, T, V)
