@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from doubles import streamlit_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
@@ -52,12 +47,6 @@ def app_test():
 
 
 # ---------------------------------------------------------------- browser ----
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _chromium_path() -> str | None:
     for name in ("chromium", "chromium-browser"):
         path = shutil.which(name)
@@ -69,39 +58,8 @@ def _chromium_path() -> str | None:
 @pytest.fixture(scope="session")
 def streamlit_url() -> Iterator[str]:
     """Start `streamlit run app.py` on a free loopback port; yield its URL; stop it afterwards."""
-    port = _free_port()
-    log = open(ROOT / "artifacts" / "streamlit-server.log", "w") if _ensure_artifacts() else None
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(
-                f"streamlit exited early with code {proc.returncode}; see artifacts/streamlit-server.log"
-            )
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().decode().strip() == "ok":
-                    break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.terminate()
-        raise RuntimeError("streamlit did not answer /_stcore/health within 90 s")
-    try:
+    with streamlit_server("streamlit-server.log") as (url, _proc):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if log:
-            log.close()
 
 
 def _ensure_artifacts() -> bool:

@@ -10,17 +10,14 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import torch
 from browser_helpers import open_page, screenshot, wait_for_app
+from doubles import streamlit_server
 from live_support import ensure_builtin_assets
 
 ASSETS_KIND = ensure_builtin_assets()
@@ -138,53 +135,8 @@ def _rss_kb(pid: int) -> int:
 @pytest.fixture
 def own_server():
     """A dedicated `streamlit run` (its pid is what we measure); yields (url, pid)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    (ROOT / "artifacts").mkdir(exist_ok=True)
-    log = open(ROOT / "artifacts" / "streamlit-concurrency.log", "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(ROOT / "app.py"),
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-        ],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().decode().strip() == "ok":
-                    break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.terminate()
-        raise RuntimeError("streamlit did not start")
-    try:
+    with streamlit_server("streamlit-concurrency.log") as (url, proc):
         yield url, proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 QUERY = "maxnew=30&gamma=3&greedy=true&seed=0"
