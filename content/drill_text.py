@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
-from specdec_core.drills import Drill, break_even_of, speedup_of
+from specdec_core.drills import Drill, break_even_of, rule_tv, speedup_of
 from specdec_core.rejection import acceptance_rate, accepted_mass, total_variation
 from specdec_core.roofline import HARDWARE, MODE_LABELS, crossover_batch, flops_per_weight_byte, ridge
 
@@ -28,6 +28,25 @@ FORMULAS: dict[str, str] = {
     ),
     "alpha_pq": r"\alpha = \sum_x \min(p(x), q(x)) = 1 - \tfrac12 \sum_x |p(x) - q(x)|",
     "compare": r"\text{speedup} = \frac{(1-\alpha^{\gamma+1})/(1-\alpha)}{\gamma c + v}",
+    "tree_tokens": r"\mathbb{E}[N] = 1 + \sum_{d=1}^{D} \prod_{i=1}^{d} S(b_i),\quad S(b) = a_1 + \dots + a_b",
+    "exact_rule": r"\text{keep } x_i \text{ w.p. } \min\!\Big(1, \frac{r_{i-1}(x_i)}{q_i(x_i)}\Big),\quad "
+                  r"r_i = \frac{(r_{i-1} - q_i)_+}{\lVert (r_{i-1} - q_i)_+ \rVert_1},\quad r_0 = p",
+}
+RULE_TEXT: dict[str, str] = {
+    "iid": "draw both candidates i.i.d. from q; keep candidate i w.p. min(1, r/q), and after each rejection "
+           "replace r by (r - q)+ normalised (r starts as p); if both fail, draw from the last r",
+    "wor": "draw the candidates from q without replacement; keep candidate i w.p. min(1, r/q_i), q_i being q "
+           "without the earlier candidates, renormalised, and after a rejection replace r by (r - q_i)+ "
+           "normalised; if both fail, draw from the last r",
+    "no_update": "draw both candidates i.i.d. from q; keep each w.p. min(1, p/q), always against p itself; "
+                 "if both fail, draw from (p - q)+ normalised",
+    "wor_ratio_q": "draw the candidates from q without replacement; keep candidate i w.p. min(1, r/q) with the "
+                   "original q, after a rejection replace r by (r - q)+ normalised; if both fail, draw from r",
+    "typical": "draw both candidates i.i.d. from q; keep the first with p(x) > min(0.09, 0.3 exp(-H(p))) "
+               "(Medusa's typical acceptance); if none passes, draw from p restricted to p >= that threshold",
+    "typical_top": "take the draft's two most likely tokens; keep the first with p(x) > min(0.09, 0.3 "
+                   "exp(-H(p))) (Medusa's typical acceptance); if none passes, draw from p restricted to p >= "
+                   "that threshold",
 }
 
 
@@ -146,6 +165,31 @@ def _sol_compare(d: dict) -> list[str]:
     ]
 
 
+def _sol_tree_tokens(d: dict) -> list[str]:
+    a, b = d["rates"], d["branching"]
+    sums = [float(np.sum(a[:x])) for x in b]
+    prods = np.cumprod(sums)
+    return [
+        f"a = {a}, branching {b}: {int(np.cumprod(b).sum())} nodes",
+        "S(b)    = " + ", ".join(f"S({x}) = {sv:.4g}" for x, sv in zip(b, sums)) + "  (siblings exclude each other)",
+        "paths   = " + ", ".join(f"depth {i + 1}: {pv:.4g}" for i, pv in enumerate(prods)),
+        f"E[N]    = 1 + {' + '.join(f'{pv:.4g}' for pv in prods)} = {1 + prods.sum():.3f} tokens per pass",
+        f"sanity: at most depth + 1 = {len(b) + 1}; a chain of {len(b)} gives "
+        f"{float(expected_tokens(a[0], len(b))):.3f}",
+    ]
+
+
+def _sol_exact_rule(d: dict) -> list[str]:
+    tv = {side: rule_tv(d[side], d["p"], d["q"], d["k"]) for side in "AB"}
+    exact = "A" if tv["A"] < 1e-12 else "B"
+    return [
+        f"p = {d['p']}, q = {d['q']}, k = {d['k']} candidates",
+        *(f"{side}: TV(emitted law, p) = {tv[side]:.4f}" for side in "AB"),
+        f"{exact} emits exactly p: each step is the single-draft rule with target r and the law the candidate was "
+        "really drawn from, so it emits r, and by induction p",
+    ]
+
+
 SOLUTIONS: dict[str, Callable[[dict], list[str]]] = {
     "tokens": _sol_tokens,
     "speedup": _sol_speedup,
@@ -154,6 +198,8 @@ SOLUTIONS: dict[str, Callable[[dict], list[str]]] = {
     "crossover": _sol_crossover,
     "alpha_pq": _sol_alpha_pq,
     "compare": _sol_compare,
+    "tree_tokens": _sol_tree_tokens,
+    "exact_rule": _sol_exact_rule,
 }
 
 
@@ -199,4 +245,16 @@ def prompt(drill: Drill) -> str:
         )
     if kind == "alpha_pq":
         return f"Target p = {d['p']}, draft q = {d['q']}. What is the acceptance rate alpha?"
+    if kind == "tree_tokens":
+        return (
+            f"In a draft tree, every node at depth {', '.join(str(i) for i in range(len(d['branching'])))} (depth 0 "
+            f"is the root, the last accepted token) has {', '.join(map(str, d['branching']))} children "
+            "respectively, ranked 1, 2, ... Given its parent was kept, the rank-r child is the one kept with "
+            f"probability a_r = {', '.join(f'{x:g}' for x in d['rates'])}. What is E[N], the tokens per target pass?"
+        )
+    if kind == "exact_rule":
+        return (
+            f"Target p = {d['p']}, draft q = {d['q']}, {d['k']} candidates per position. A: {RULE_TEXT[d['A']]}. "
+            f"B: {RULE_TEXT[d['B']]}. Which one emits exactly p? Answer A or B."
+        )
     return f"Which is faster? A: {_cfg_text(d['A'])}. B: {_cfg_text(d['B'])}. Answer A or B."

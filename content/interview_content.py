@@ -324,6 +324,37 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
             ),
         ),
     ),
+    ConceptQuestion(
+        "typical",
+        "Medusa's typical acceptance",
+        "Medusa-2 keeps a candidate when p(x) > min(epsilon, delta exp(-H(p))). Does it sample from the target's law?",
+        (
+            Option(
+                "Yes, when the draft is perfect (q = p) and nothing is rejected",
+                False,
+                "Even with q = p, tokens with p(x) at or below the threshold are never kept and are cut from the "
+                "fallback, so the tail of p goes missing.",
+            ),
+            Option(
+                "Yes: any accept rule that never keeps a low-p token is exact",
+                False,
+                "Exactness needs the ratio min(1, p/q) and the residual (p - q)+; a threshold on p alone leaves a "
+                "kept token distributed like q.",
+            ),
+            Option(
+                "Only at temperature 0, where it is argmax matching",
+                True,
+                "There p is one-hot and only the argmax clears the bar, so greedy output is exact; under sampling "
+                "the law is biased, which a chi-square test detects.",
+            ),
+            Option(
+                "No, and its acceptance is lower than the exact rule's",
+                False,
+                "It is biased, but it usually keeps more candidates than the exact rule: that is why it is "
+                "used, trading the target's law for speed.",
+            ),
+        ),
+    ),
 )
 
 

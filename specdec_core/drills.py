@@ -22,8 +22,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup, step_cost
+from specdec_core.multidraft import multidraft_distribution
 from specdec_core.rejection import acceptance_rate
 from specdec_core.roofline import HARDWARE, crossover_batch
+from specdec_core.trees import branching_tree, expected_accepted_length
+from specdec_core.typical import SAMPLED, TOP, typical_distribution
 
 REL_TOL = 0.01          # 1 % of the exact value ...
 ABS_TOL = 0.005         # ... or 0.005, whichever is larger
@@ -48,7 +51,7 @@ class Drill:
     @property
     def answer_type(self) -> str:
         """'number', 'integer' or 'choice'."""
-        return {"best_gamma": "integer", "compare": "choice"}.get(self.kind, "number")
+        return {"best_gamma": "integer", "compare": "choice", "exact_rule": "choice"}.get(self.kind, "number")
 
     def answer(self) -> float | int | str:
         """The exact answer, from specdec_core."""
@@ -140,6 +143,36 @@ def _gen_compare(rng: np.random.Generator) -> dict:
             return {"A": a, "B": b}
 
 
+_TREE_RATES = ((0.6, 0.2), (0.5, 0.25), (0.7, 0.1), (0.4, 0.3), (0.5, 0.2, 0.1))
+EXACT_RULES = ("iid", "wor")                                  # multi-draft recursive rejection
+WRONG_RULES = ("no_update", "wor_ratio_q", "typical", "typical_top")
+
+
+def _gen_tree_tokens(rng: np.random.Generator) -> dict:
+    """Per-rank acceptance a_1, a_2 (, a_3) and a branching per depth over 2 or 3 depths."""
+    rates = list(_TREE_RATES[int(rng.integers(len(_TREE_RATES)))])
+    return {"rates": rates, "branching": [int(rng.integers(1, len(rates) + 1)) for _ in range(int(rng.integers(2, 4)))]}
+
+
+def rule_tv(rule: str, p: list[float], q: list[float], k: int) -> float:
+    """TV(emitted law, p) of a multi-draft rule (specdec_core.multidraft) or Medusa's typical acceptance
+    (candidates sampled, or the draft's top-k) at its default thresholds."""
+    if rule in ("typical", "typical_top"):
+        return float(typical_distribution(p, q, k, candidates=SAMPLED if rule == "typical" else TOP).tv_to_p)
+    law = multidraft_distribution(p, q, k, rule)[0]
+    return float(0.5 * np.abs(law - np.asarray(p)).sum())
+
+
+def _gen_exact_rule(rng: np.random.Generator) -> dict:
+    """A pair over 4 tokens, k = 2, one exact rule and one biased one (TV >= 0.02 here), in random order."""
+    while True:
+        p, q = _composition(rng, 4), _composition(rng, 4)
+        exact, wrong = str(rng.choice(EXACT_RULES)), str(rng.choice(WRONG_RULES))
+        if p != q and rule_tv(wrong, p, q, 2) >= 0.02:
+            a, b = (exact, wrong) if rng.random() < 0.5 else (wrong, exact)
+            return {"p": p, "q": q, "k": 2, "A": a, "B": b}
+
+
 # --------------------------------------------------------------- answers ----
 def speedup_of(cfg: dict) -> float:
     """E[N] / (gamma c + v) for a configuration {alpha, gamma, c, v}."""
@@ -162,6 +195,8 @@ _ANSWERS: dict[str, Callable[[dict], float | int | str]] = {
     "crossover": lambda d: float(crossover_batch(HARDWARE[d["hardware"]], d["gamma"], d["mode"])),
     "alpha_pq": lambda d: float(acceptance_rate(d["p"], d["q"])),
     "compare": lambda d: "A" if speedup_of(d["A"]) > speedup_of(d["B"]) else "B",
+    "tree_tokens": lambda d: expected_accepted_length(branching_tree(d["branching"]), d["rates"]),
+    "exact_rule": lambda d: "A" if rule_tv(d["A"], d["p"], d["q"], d["k"]) < 1e-12 else "B",
 }
 
 
@@ -169,13 +204,14 @@ _ANSWERS: dict[str, Callable[[dict], float | int | str]] = {
 _GENERATORS: dict[str, Callable[[np.random.Generator], dict]] = {
     "tokens": _gen_tokens, "speedup": _gen_speedup, "best_gamma": _gen_best_gamma,
     "break_even": _gen_break_even, "crossover": _gen_crossover, "alpha_pq": _gen_alpha_pq,
-    "compare": _gen_compare,
+    "compare": _gen_compare, "tree_tokens": _gen_tree_tokens, "exact_rule": _gen_exact_rule,
 }
 DRILL_KINDS: tuple[str, ...] = tuple(_GENERATORS)
 DRILL_TITLES: dict[str, str] = {
     "tokens": "Expected tokens per pass", "speedup": "Speedup", "best_gamma": "Best draft length",
     "break_even": "Break-even acceptance", "crossover": "Crossover batch", "alpha_pq": "Alpha from p and q",
-    "compare": "Which configuration is faster",
+    "compare": "Which configuration is faster", "tree_tokens": "Expected tokens from a draft tree",
+    "exact_rule": "Which verifier is exact",
 }
 
 
@@ -259,7 +295,8 @@ def grade(drill: Drill, response: str) -> Grade:
         if choice not in ("A", "B"):
             return Grade(False, False, "That is not a choice: answer A or B.")
         ok = choice == answer
-        return Grade(True, ok, "Right." if ok else f"Not quite: {answer} is faster.")
+        verdict = "is faster" if drill.kind == "compare" else "emits exactly p"
+        return Grade(True, ok, "Right." if ok else f"Not quite: {answer} {verdict}.")
     comma = decimal_comma_message(response)
     if comma:
         return Grade(False, False, comma)

@@ -44,6 +44,10 @@ def test_solutions_end_at_the_answer(seed):
             assert text.splitlines()[-3].endswith(f"= {ans:.1f}")
         elif d.kind == "alpha_pq":
             assert f"= {ans:.2f}" in text and "1 - TV" in text
+        elif d.kind == "tree_tokens":
+            assert f"= {ans:.3f} tokens per pass" in text
+        elif d.kind == "exact_rule":
+            assert f"{ans} emits exactly p" in text
         else:
             assert text.endswith(
                 f"{ans} is faster: {max(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"

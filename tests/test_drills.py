@@ -71,6 +71,11 @@ def ref_answer(d: dr.Drill):
         return ref_crossover(P["hardware"], P["gamma"], P["mode"])
     if k == "alpha_pq":
         return ref_alpha(P["p"], P["q"])
+    if k == "tree_tokens":     # 1 + sum over depths of the product of S(b) = a_1 + ... + a_b down to it
+        sums = [sum(P["rates"][:b]) for b in P["branching"]]
+        return 1 + sum(float(np.prod(sums[: i + 1])) for i in range(len(sums)))
+    if k == "exact_rule":      # recursive rejection is exact; the other offered rule is biased by construction
+        return "A" if P["A"] in ("iid", "wor") else "B"
     sa = ref_speedup(**P["A"])
     sb = ref_speedup(**P["B"])
     return "A" if sa > sb else "B"

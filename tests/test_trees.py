@@ -202,3 +202,22 @@ def test_a_tree_beats_the_chain_at_small_batch_and_loses_at_large_batch():
     assert gammas[-1] < gammas[0]                                  # engines shorten gamma at high batch
     assert crossover_batch(tree.speedup, best, BATCH) in (8.0, 64.0, 256.0)
     assert crossover_batch(np.array([2.0, 3.0]), np.array([1.0, 1.0]), np.array([1.0, 2.0])) is None
+
+
+# ------------------------------------------------------------ interview drills ----
+def test_tree_and_exact_rule_drills():
+    from content import drill_text as dt
+    from specdec_core import drills as dr
+
+    d = dr.Drill("tree_tokens", {"rates": [0.5, 0.2, 0.1], "branching": [1, 2, 1]})
+    assert d.answer() == pytest.approx(1 + 0.5 + 0.5 * 0.7 + 0.5 * 0.7 * 0.5)          # 2.025, by hand
+    assert dr.grade(d, "2.03").correct and not dr.grade(d, "1.875").correct       # 1.875: the chain of 3
+    for seed in range(20):
+        e = dr.make_drill("exact_rule", seed)
+        wrong = e.params["B"] if e.answer() == "A" else e.params["A"]
+        assert dr.rule_tv(e.params[e.answer()], e.params["p"], e.params["q"], 2) < 1e-12
+        assert dr.rule_tv(wrong, e.params["p"], e.params["q"], 2) >= 0.02
+        assert wrong in dr.WRONG_RULES and e.params[e.answer()] in dr.EXACT_RULES
+        other = "B" if e.answer() == "A" else "A"
+        assert dr.grade(e, other).message == f"Not quite: {e.answer()} emits exactly p."
+        assert dt.prompt(e).endswith("Which one emits exactly p? Answer A or B.")
