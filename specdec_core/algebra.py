@@ -60,6 +60,16 @@ def speedup_positional(alphas: ArrayLike, c: float, v: float = 1.0) -> float:
     return expected_tokens_positional(a) / float(step_cost(len(a), c, v))
 
 
+def v_by_gamma(v: ArrayLike, max_gamma: int) -> NDArray[np.float64]:
+    """v for gamma = 0..max_gamma: a scalar v repeated, or the first max_gamma + 1 entries of a v(gamma) sequence."""
+    vv = check_v(v)
+    if vv.ndim == 0:
+        return np.full(max_gamma + 1, float(vv))
+    if vv.ndim != 1 or vv.size < max_gamma + 1:
+        raise ValueError(f"v must be one number > 0 or v(gamma) for gamma = 0..{max_gamma}; got shape {vv.shape}")
+    return vv[: max_gamma + 1].astype(np.float64)
+
+
 def best_gamma_grid(
     alpha: ArrayLike, c: ArrayLike, v: ArrayLike = 1.0, max_gamma: int = 32
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
@@ -73,42 +83,43 @@ def best_gamma_grid(
 
 
 def best_gamma_map(
-    alphas: ArrayLike, cs: ArrayLike, v: float = 1.0, max_gamma: int = 32
+    alphas: ArrayLike, cs: ArrayLike, v: ArrayLike = 1.0, max_gamma: int = 32
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """best_gamma_grid over the outer grid alphas x cs, by running sums E_g = E_(g-1) + alpha^g: (A, C) arrays.
+    """best_gamma_grid over the outer grid alphas x cs, by running sums E_g = E_(g-1) + alpha^g: (A, C) arrays;
+    v one number, or v(gamma) for gamma = 0..max_gamma.
 
     Same argmax as best_gamma_grid (ties to the smaller gamma) up to rounding-level near-ties; about
     10x faster, because it never forms the (gamma, A, C) cube of speedups.
     """
     a = check_alpha(alphas, "alphas").reshape(-1, 1)            # (A, 1)
     cc = check_c(cs, "cs").reshape(1, -1)                       # (1, C)
-    vv = float(check_v(v))
     gmax = int(check_gamma(max_gamma, "max_gamma"))
+    vv = v_by_gamma(v, gmax)                                   # (G + 1,)
     tokens = np.ones(a.shape, dtype=np.float64)                # E_0 = 1, (A, 1)
     power = np.ones(a.shape, dtype=np.float64)                 # alpha^g
-    best_s = np.broadcast_to(1.0 / vv, (a.size, cc.size)).copy()   # gamma = 0: 1 / v, (A, C)
+    best_s = np.broadcast_to(1.0 / vv[0], (a.size, cc.size)).copy()   # gamma = 0: 1 / v, (A, C)
     best_g = np.zeros(best_s.shape, dtype=np.int64)
     for g in range(1, gmax + 1):                               # loop over draft lengths, not cells
         power = power * a
         tokens = tokens + power
-        s = tokens / (g * cc + vv)                             # (A, C)
+        s = tokens / (g * cc + vv[g])                          # (A, C)
         better = s > best_s                                    # strict: ties keep the smaller gamma
         best_s = np.where(better, s, best_s)
         best_g[better] = g
     return best_g, best_s
 
 
-def break_even_boundary(cs: ArrayLike, v: float = 1.0, max_gamma: int = 32) -> NDArray[np.float64]:
+def break_even_boundary(cs: ArrayLike, v: ArrayLike = 1.0, max_gamma: int = 32) -> NDArray[np.float64]:
     """For each c: the smallest alpha at which some draft length 1..max_gamma reaches speedup 1 (inf if none does).
 
     Equals min over gamma >= 1 of break_even_alpha(gamma, c, v); vectorised bisection over (gamma, c).
     gamma = 0 (not speculating) is left out: it would make the answer trivially 0 whenever v <= 1.
     """
     cc = check_c(cs, "cs").reshape(1, -1)                       # (1, C)
-    vv = float(check_v(v))
     gmax = int(check_gamma(max_gamma, "max_gamma"))
     if gmax < 1:
         raise ValueError(f"max_gamma must be an integer >= 1; got {max_gamma!r}")
+    vv = v_by_gamma(v, gmax)[1:, None]                          # (G, 1): v(gamma), or one v
     g = np.arange(1, gmax + 1).reshape(-1, 1)                   # (G, 1)
     cost = g * cc + vv                                          # (G, C): the E[N] needed to break even
     lo, hi = np.zeros(cost.shape), np.ones(cost.shape)
@@ -120,8 +131,12 @@ def break_even_boundary(cs: ArrayLike, v: float = 1.0, max_gamma: int = 32) -> N
     return be.min(axis=0)
 
 
-def best_gamma(alpha: float, c: float, v: float = 1.0, max_gamma: int = 32) -> tuple[int, float]:
-    """(gamma*, speedup) maximising E[N] / (gamma c + v) over integers 0..max_gamma (0 = don't speculate)."""
+def best_gamma(alpha: float, c: float, v: ArrayLike = 1.0, max_gamma: int = 32) -> tuple[int, float]:
+    """(gamma*, speedup) maximising E[N] / (gamma c + v) over integers 0..max_gamma (0 = don't speculate);
+    v one number (held fixed while gamma changes) or v(gamma) for gamma = 0..max_gamma."""
+    if np.ndim(v) == 1:
+        s = np.asarray(speedup(alpha, np.arange(max_gamma + 1), c, v_by_gamma(v, int(max_gamma))))
+        return int(np.argmax(s)), float(np.max(s))                 # argmax: ties go to the smaller gamma
     g, s = best_gamma_grid(alpha, c, v, max_gamma)
     return int(g), float(s)
 
@@ -189,13 +204,13 @@ def survival_probabilities(alphas: ArrayLike) -> NDArray[np.float64]:
     return np.cumprod(check_alphas(alphas))
 
 
-def speedup_prefixes(alphas: ArrayLike, c: float, v: float = 1.0) -> NDArray[np.float64]:
+def speedup_prefixes(alphas: ArrayLike, c: float, v: ArrayLike = 1.0) -> NDArray[np.float64]:
     """Speedup for draft lengths 0..gamma under per-position rates: E[N](alpha_1..alpha_g) / (g c + v)."""
     tokens = expected_tokens_prefixes(alphas)                     # (G + 1,)
-    return tokens / np.asarray(step_cost(np.arange(tokens.size), c, v))
+    return tokens / np.asarray(step_cost(np.arange(tokens.size), c, v_by_gamma(v, tokens.size - 1)))
 
 
-def best_gamma_positional(alphas: ArrayLike, c: float, v: float = 1.0) -> tuple[int, float]:
+def best_gamma_positional(alphas: ArrayLike, c: float, v: ArrayLike = 1.0) -> tuple[int, float]:
     """(gamma*, speedup) maximising E[N](alpha_1..alpha_gamma) / (gamma c + v) over prefix lengths 0..len(alphas)."""
     s = speedup_prefixes(alphas, c, v)                            # (G + 1,)
     g = int(np.argmax(s))                                         # ties go to the shorter draft

@@ -192,9 +192,10 @@ HARDWARE: dict[str, Hardware] = {
                "sparsity); no FP8 tensor cores (INT8 624 TOPS dense); HBM2e 2,039 GB/s, 80 GB",
         notes="Ampere has no FP8 tensor cores."),
     "B200": Hardware(
-        "B200", {"bf16": 2250, "fp8": 4500}, 8.0, memory_gb=192,
+        "B200", {"bf16": 2250, "fp8": 4500}, 8.0, memory_gb=180,
         source=f"NVIDIA HGX B200 specifications, per GPU at 1,000 W: BF16 4.5 and FP8 9 PFLOP/s with "
-               f"sparsity, {_NV_DENSE}; HBM3e 8 TB/s (some listings give 7.7), 192 GB"),
+               f"sparsity, {_NV_DENSE}; HBM3e 1,440 GB and 64 TB/s across eight GPUs (DGX B200), so 180 GB "
+               f"and 8 TB/s per GPU (the 192 GB often quoted is the full package, not what HGX exposes)"),
     "MI300X": Hardware(
         "MI300X", {"bf16": 1307, "fp8": 2615}, 5.3, memory_gb=192,
         source="AMD Instinct MI300X data sheet: BF16 1,307.4 and FP8 2,614.9 TFLOP/s dense "
@@ -208,3 +209,25 @@ HARDWARE: dict[str, Hardware] = {
 # A measured reference point (REFERENCE.md): ceilings sit below datasheet peaks.
 H200_MEASURED = {"bf16_matmul_tflops": 790.0, "copy_tbs": 4.3,
                  "how": "bf16 8192^3 matmul and a device-to-device copy on one H200"}
+# The fractions of the datasheet that measurement reached: 790 / 989 and 4.3 / 4.8.
+ACHIEVABLE_COMPUTE = H200_MEASURED["bf16_matmul_tflops"] / HARDWARE["H200 SXM"].peak_tflops["bf16"]
+ACHIEVABLE_BANDWIDTH = H200_MEASURED["copy_tbs"] / HARDWARE["H200 SXM"].bandwidth_tbs
+CEILINGS = ("datasheet", "achievable")
+
+
+def achievable(hw: Hardware, compute: float = ACHIEVABLE_COMPUTE, bandwidth: float = ACHIEVABLE_BANDWIDTH) -> Hardware:
+    """hw with every peak scaled by ``compute`` and the bandwidth by ``bandwidth``, both fractions in (0, 1]."""
+    for name, frac in (("compute", compute), ("bandwidth", bandwidth)):
+        if not _positive_finite(frac) or frac > 1.0:
+            raise ValueError(f"the achievable {name} fraction must be in (0, 1]; got {frac!r}")
+    return Hardware(f"{hw.name} (achievable)", {p: x * compute for p, x in hw.peak_tflops.items()},
+                    hw.bandwidth_tbs * bandwidth, f"{hw.source}; scaled to {compute:.0%} of peak compute and "
+                    f"{bandwidth:.0%} of bandwidth", hw.memory_gb, hw.notes)
+
+
+def ceilings(hw: Hardware, which: str, compute: float = ACHIEVABLE_COMPUTE,
+             bandwidth: float = ACHIEVABLE_BANDWIDTH) -> Hardware:
+    """The datasheet hw as is, or its achievable version; which one of 'datasheet', 'achievable'."""
+    if which not in CEILINGS:
+        raise ValueError(f"ceilings must be one of {', '.join(CEILINGS)}; got {which!r}")
+    return hw if which == "datasheet" else achievable(hw, compute, bandwidth)

@@ -1,16 +1,25 @@
-"""A roofline step-time model for a decoder, and from it c(B), v(B) and the speedup against batch.
+"""A per-kernel roofline step-time model for a decoder: c(B), v(gamma, B) and the speedup against batch.
 
-One forward pass over B sequences of T new tokens each, at context L, takes
-    t = max(FLOPs / peak, bytes / bandwidth)                 (perfect overlap, no launch overhead)
-    bytes = params x bytes_per_weight                         weights, read once per pass
-          + B x L x kv_bytes_per_token                        each sequence reads its whole KV cache
-          + B x T x layers x 4 x hidden x 2                   activations (hidden state in and out of
-                                                              the attention and MLP blocks, BF16)
-    FLOPs = 2 x params x B x T                                linear layers (at the mode's peak)
-          + B x T x 4 x layers x hidden x L                   attention QK^T and PV (BF16, as the KV is)
-A plain decode step is T = 1; verifying gamma drafts is T = gamma + 1. The draft runs on the same
-device in the same mode. c(B) = t_draft(B, 1) / t_target(B, 1) and v(B) = t_target(B, gamma + 1) /
-t_target(B, 1), which feed the algebra's speedup E[N] / (gamma c + v).
+One forward pass over B sequences of T new tokens each, at context L, runs one kernel class after the
+other, so its time is the SUM over kernel classes of each class's own roofline (perfect overlap inside
+a kernel, none between them, no launch overhead):
+    t = sum_k max(FLOPs_k / peak_k, bytes_k / bandwidth)
+    linear       bytes = P_lin x bytes_per_weight                 weights, read once per pass
+                 FLOPs = 2 x P_lin x B x T                         at the precision mode's peak
+    attention    bytes = B x L x kv_bytes_per_token                each sequence reads its whole KV cache
+                 FLOPs = 4 x B x T x layers x hidden x L           QK^T and PV, at the KV cache's precision
+    activations  bytes = B x T x layers x 4 x hidden x 2           hidden state in and out of attention and
+                                                                   MLP, BF16; no FLOPs worth a roofline
+P_lin counts every weight that multiplies a token: the input embedding table is a gather of B x T rows,
+not a matmul, so it is left out; a tied head is counted once, as the head. A plain decode step is T = 1;
+verifying gamma drafts is T = gamma + 1. The draft runs on the same device in the same precision.
+c(B) = t_draft(B, 1) / t_target(B, 1) and v(gamma, B) = t_target(B, gamma + 1) / t_target(B, 1) feed the
+algebra's speedup E[N] / (gamma c + v).
+
+Charging the whole pass as one kernel, max(all FLOPs / peak, all bytes / bandwidth), would let the
+linear layers' compute hide under the attention's KV reads, which a real pass cannot do: the attention
+kernel waits for the QKV projection and the MLP waits for the attention. ``StepTime.one_roofline_s``
+keeps that figure only to show the difference.
 """
 
 from __future__ import annotations
@@ -20,18 +29,34 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from specdec_core.algebra import speedup
-from specdec_core.roofline import Hardware, bytes_per_weight
+from specdec_core.algebra import expected_tokens, speedup
+from specdec_core.knee import fit_knee, knee_tokens, linear_stack_time  # noqa: F401  (the probe's imports)
+from specdec_core.roofline import Hardware, bytes_per_weight, check_mode
 from specdec_core.validate import check_alpha, check_gamma
 
-KV_BYTES = 2.0          # KV cache stored in BF16 in every mode
 ACT_BYTES = 2.0         # activations in BF16
 ACT_IO_PER_LAYER = 4    # hidden-sized reads + writes per token per layer (in/out of attention and MLP)
+
+# KV cache precision -> (bytes per element, tensor-core precision its QK^T and PV run at)
+KV_PRECISIONS: dict[str, tuple[float, str]] = {"bf16": (2.0, "bf16"), "fp8": (1.0, "fp8")}
+KV_LABELS: dict[str, str] = {"bf16": "BF16 KV cache", "fp8": "FP8 KV cache (attention in FP8)"}
+KV_BYTES = KV_PRECISIONS["bf16"][0]     # the default KV cache, BF16
+
+
+def check_kv(kv: str) -> str:
+    """kv one of 'bf16', 'fp8' (the KV cache's storage and attention precision)."""
+    if kv not in KV_PRECISIONS:
+        raise ValueError(f"kv must be one of {', '.join(KV_PRECISIONS)}; got {kv!r}")
+    return kv
 
 
 @dataclass(frozen=True)
 class DecoderShape:
-    """A decoder described by its shape; params is the total count, hidden = query heads x head_dim."""
+    """A decoder described by its shape; params is the total count, hidden = query heads x head_dim.
+
+    vocab and tied place the input embedding table: with vocab None the split is unknown and every
+    parameter is treated as a linear weight.
+    """
 
     name: str
     params: float
@@ -41,17 +66,40 @@ class DecoderShape:
     head_dim: int
     max_context: int
     source: str = ""
+    vocab: int | None = None
+    tied: bool = False
 
     def __post_init__(self) -> None:
         for field_name in ("params", "layers", "hidden", "kv_heads", "head_dim", "max_context"):
             val = getattr(self, field_name)
             if not np.isfinite(val) or val <= 0:
                 raise ValueError(f"{self.name}: {field_name} must be > 0; got {val!r}")
+        if self.vocab is not None and (self.vocab <= 0 or self.embedding_params >= self.params):
+            raise ValueError(f"{self.name}: vocab must be > 0 and its embedding table smaller than params")
+
+    @property
+    def embedding_params(self) -> float:
+        """The input embedding table, vocab x hidden, when it is its own matrix; 0 if tied or unknown."""
+        return 0.0 if self.vocab is None or self.tied else float(self.vocab) * self.hidden
+
+    @property
+    def linear_params(self) -> float:
+        """P_lin = params - input embedding table: the weights a token is multiplied by (norms included)."""
+        return float(self.params) - self.embedding_params
 
     @property
     def kv_bytes_per_token(self) -> float:
-        """KV cache bytes per token of context: 2 (K and V) x layers x kv_heads x head_dim x 2 bytes."""
-        return 2.0 * self.layers * self.kv_heads * self.head_dim * KV_BYTES
+        """KV cache bytes per token of context in BF16: 2 (K and V) x layers x kv_heads x head_dim x 2 bytes."""
+        return self.kv_bytes("bf16")
+
+    def kv_bytes(self, kv: str = "bf16") -> float:
+        """KV cache bytes per token of context: 2 (K and V) x layers x kv_heads x head_dim x bytes(kv)."""
+        return 2.0 * self.layers * self.kv_heads * self.head_dim * KV_PRECISIONS[check_kv(kv)][0]
+
+    @property
+    def group(self) -> float:
+        """Query heads per KV head (grouped-query attention): hidden / (kv_heads x head_dim)."""
+        return self.hidden / (self.kv_heads * self.head_dim)
 
 
 _HF = "config.json of the Hugging Face release; params counted from the shape"
@@ -59,43 +107,74 @@ SHAPES: dict[str, DecoderShape] = {
     "Llama-3.1-8B": DecoderShape(
         "Llama-3.1-8B", 8_030_261_248, 32, 4096, 8, 128, 131_072,
         source=f"meta-llama/Llama-3.1-8B {_HF}: 32 layers, hidden 4096, 32 query / 8 KV heads of 128, "
-               "FFN 14336, vocab 128256, 128k context (Llama-3-8B has the same shape, 8k context)"),
+               "FFN 14336, vocab 128256 (untied head), 128k context (Llama-3-8B has the same shape, 8k context)",
+        vocab=128_256),
     "Llama-3.1-70B": DecoderShape(
         "Llama-3.1-70B", 70_553_706_496, 80, 8192, 8, 128, 131_072,
         source=f"meta-llama/Llama-3.1-70B {_HF}: 80 layers, hidden 8192, 64 query / 8 KV heads of 128, "
-               "FFN 28672, 128k context"),
+               "FFN 28672, vocab 128256 (untied head), 128k context",
+        vocab=128_256),
     "Llama-3.2-1B (draft)": DecoderShape(
         "Llama-3.2-1B (draft)", 1_235_814_400, 16, 2048, 8, 64, 131_072,
         source=f"meta-llama/Llama-3.2-1B {_HF}: 16 layers, hidden 2048, 32 query / 8 KV heads of 64, "
-               "FFN 8192, tied embeddings, 128k context; a common draft for the 8B and 70B"),
+               "FFN 8192, vocab 128256, tied embeddings, 128k context; a common draft for the 8B and 70B",
+        vocab=128_256, tied=True),
 }
 
 
 @dataclass(frozen=True)
-class StepTime:
-    """Time of one forward pass, split by what bounds it; arrays broadcast over batch."""
+class KernelTime:
+    """One kernel class's roofline in a pass: its FLOPs, bytes and the two times; arrays broadcast over batch."""
 
-    weights_s: NDArray[np.float64]
-    kv_s: NDArray[np.float64]
-    activations_s: NDArray[np.float64]
-    compute_s: NDArray[np.float64]
+    name: str
     flops: NDArray[np.float64]
     bytes: NDArray[np.float64]
-
-    @property
-    def memory_s(self) -> NDArray[np.float64]:
-        """bytes / bandwidth = weights + KV + activations time."""
-        return self.weights_s + self.kv_s + self.activations_s
+    compute_s: NDArray[np.float64]    # FLOPs / peak at this kernel's precision
+    memory_s: NDArray[np.float64]     # bytes / bandwidth
 
     @property
     def total_s(self) -> NDArray[np.float64]:
         """max(FLOPs / peak, bytes / bandwidth)."""
-        return np.maximum(self.memory_s, self.compute_s)
+        return np.maximum(self.compute_s, self.memory_s)
 
     @property
     def compute_bound(self) -> NDArray[np.bool_]:
         """True where compute time exceeds memory time."""
         return self.compute_s > self.memory_s
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Time of one forward pass as the sum of its kernel classes' rooflines."""
+
+    linear: KernelTime
+    attention: KernelTime
+    activations: KernelTime
+
+    @property
+    def kernels(self) -> tuple[KernelTime, KernelTime, KernelTime]:
+        """(linear, attention, activations)."""
+        return self.linear, self.attention, self.activations
+
+    @property
+    def total_s(self) -> NDArray[np.float64]:
+        """sum over kernel classes of max(FLOPs_k / peak_k, bytes_k / bandwidth)."""
+        return self.linear.total_s + self.attention.total_s + self.activations.total_s
+
+    @property
+    def compute_s(self) -> NDArray[np.float64]:
+        """All FLOPs at their kernels' peaks, summed."""
+        return sum(k.compute_s for k in self.kernels)
+
+    @property
+    def memory_s(self) -> NDArray[np.float64]:
+        """All bytes / bandwidth, summed."""
+        return sum(k.memory_s for k in self.kernels)
+
+    @property
+    def one_roofline_s(self) -> NDArray[np.float64]:
+        """The pass charged as one kernel, max(all compute, all memory): the under-estimate this model replaces."""
+        return np.maximum(self.compute_s, self.memory_s)
 
 
 def check_batch(batch: ArrayLike) -> NDArray[np.float64]:
@@ -117,28 +196,47 @@ def check_context(shape: DecoderShape, context: ArrayLike) -> NDArray[np.float64
     return ctx
 
 
-def step_time(shape: DecoderShape, hw: Hardware, mode: str, batch: ArrayLike, tokens: int,
-              context: ArrayLike) -> StepTime:
-    """One pass of B sequences x T new tokens at context L: max(FLOPs / peak, bytes / bandwidth), split."""
+def _kernel(name: str, flops: ArrayLike, nbytes: ArrayLike, peak: float, bandwidth: float,
+            shape: tuple[int, ...]) -> KernelTime:
+    """A KernelTime with every array broadcast to ``shape``."""
+    f = np.broadcast_to(np.asarray(flops, dtype=np.float64), shape)
+    m = np.broadcast_to(np.asarray(nbytes, dtype=np.float64), shape)
+    return KernelTime(name, f, m, f / peak, m / bandwidth)
+
+
+def step_time(shape: DecoderShape, hw: Hardware, mode: str, batch: ArrayLike, tokens: ArrayLike,
+              context: ArrayLike, kv: str = "bf16") -> StepTime:
+    """One pass of B sequences x T new tokens at context L: sum over kernels of max(FLOPs / peak, bytes / bw).
+
+    batch, tokens and context broadcast together (tokens an integer >= 1).
+    """
     b = check_batch(batch)
-    t = int(check_gamma(tokens, "tokens"))
-    if t < 1:
+    t = check_gamma(tokens, "tokens").astype(np.float64)
+    if np.any(t < 1):
         raise ValueError(f"tokens per sequence must be an integer >= 1; got {tokens!r}")
     ctx = check_context(shape, context)
+    kv_prec = KV_PRECISIONS[check_kv(kv)][1]
     n_tok = b * t                                                          # tokens in the pass
-    w_bytes = np.full_like(n_tok, shape.params * bytes_per_weight(mode))
-    kv_bytes = b * ctx * shape.kv_bytes_per_token
-    act_bytes = n_tok * shape.layers * ACT_IO_PER_LAYER * shape.hidden * ACT_BYTES
-    lin_flops = 2.0 * shape.params * n_tok
-    attn_flops = n_tok * 4.0 * shape.layers * shape.hidden * ctx
+    out = np.broadcast_shapes(b.shape, t.shape, ctx.shape)
     bw = hw.bandwidth
-    compute = lin_flops / hw.peak_flops(mode) + attn_flops / hw.peak_flops("bf16")
-    w_bytes, kv_bytes, act_bytes, compute = np.broadcast_arrays(w_bytes, kv_bytes, act_bytes, compute)
-    return StepTime(
-        weights_s=w_bytes / bw, kv_s=kv_bytes / bw, activations_s=act_bytes / bw, compute_s=compute,
-        flops=np.broadcast_to(lin_flops + attn_flops, compute.shape),
-        bytes=w_bytes + kv_bytes + act_bytes,
-    )
+    linear = _kernel("linear layers", 2.0 * shape.linear_params * n_tok,
+                     shape.linear_params * bytes_per_weight(mode), hw.peak_flops(mode), bw, out)
+    attention = _kernel("attention", 4.0 * n_tok * shape.layers * shape.hidden * ctx,
+                        b * ctx * shape.kv_bytes(kv), hw.peak_flops(kv_prec), bw, out)
+    act = _kernel("activations", 0.0, n_tok * shape.layers * ACT_IO_PER_LAYER * shape.hidden * ACT_BYTES,
+                  1.0, bw, out)
+    return StepTime(linear, attention, act)
+
+
+def attention_intensity(shape: DecoderShape, tokens: ArrayLike, kv: str = "bf16") -> float | NDArray[np.float64]:
+    """FLOP per byte of the attention kernel: 4 T layers hidden L / (L x kv_bytes) = 2 T x group / bytes(kv).
+
+    It does not depend on batch or context: every sequence reads its own cache, so a bigger batch brings
+    more bytes with its FLOPs. Grouped-query attention raises it by the group size.
+    """
+    t = check_gamma(tokens, "tokens").astype(np.float64)
+    out = 2.0 * t * shape.group / KV_PRECISIONS[check_kv(kv)][0]
+    return float(out) if out.ndim == 0 else out
 
 
 @dataclass(frozen=True)
@@ -155,28 +253,89 @@ class SpecCurve:
 
 
 def spec_curve(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str, gamma: int,
-               alpha: float, context: int, batch: ArrayLike) -> SpecCurve:
+               alpha: float, context: int, batch: ArrayLike, kv: str = "bf16") -> SpecCurve:
     """c(B) = t_draft(B,1)/t_target(B,1), v(B) = t_target(B,gamma+1)/t_target(B,1), speedup from the algebra."""
     g = int(check_gamma(gamma))
     check_alpha(alpha)
     b = check_batch(batch)
     check_context(draft, context)
-    dec = step_time(target, hw, mode, b, 1, context).total_s
-    ver = step_time(target, hw, mode, b, g + 1, context).total_s
-    dra = step_time(draft, hw, mode, b, 1, context).total_s
+    dec = step_time(target, hw, mode, b, 1, context, kv).total_s
+    ver = step_time(target, hw, mode, b, g + 1, context, kv).total_s
+    dra = step_time(draft, hw, mode, b, 1, context, kv).total_s
     c, v = dra / dec, ver / dec
     s = np.asarray(speedup(alpha, g, c, v), dtype=np.float64)
     return SpecCurve(b, dec, ver, dra, c, v, s)
 
 
+def one_roofline_v(target: DecoderShape, hw: Hardware, mode: str, gamma: int, context: int, batch: ArrayLike,
+                   kv: str = "bf16") -> float | NDArray[np.float64]:
+    """v if each pass were charged as one kernel, max(all FLOPs / peak, all bytes / bandwidth): the figure that
+    hides the linear layers' compute under the attention's KV reads (kept to show the difference)."""
+    g = int(check_gamma(gamma))
+    ver = step_time(target, hw, mode, batch, g + 1, context, kv).one_roofline_s
+    out = ver / step_time(target, hw, mode, batch, 1, context, kv).one_roofline_s
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclass(frozen=True)
+class GammaCosts:
+    """c and v(gamma) at one batch and context, for gamma = 0..max_gamma: what the algebra's search needs."""
+
+    gammas: NDArray[np.int64]         # 0..max_gamma
+    c: float                          # draft step / target decode step (the same for every gamma)
+    v: NDArray[np.float64]            # v(gamma) = t_target(B, gamma + 1) / t_target(B, 1); v(0) = 1
+    decode_s: float
+    draft_s: float
+
+
+def gamma_costs(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str, context: int, batch: float,
+                max_gamma: int = 16, kv: str = "bf16") -> GammaCosts:
+    """c(B) and v(gamma, B) = t_target(B, gamma + 1) / t_target(B, 1) for every gamma in 0..max_gamma."""
+    gmax = int(check_gamma(max_gamma, "max_gamma"))
+    b = float(check_batch(batch))
+    check_context(draft, context)
+    gammas = np.arange(gmax + 1)
+    ver = step_time(target, hw, mode, b, gammas + 1, context, kv).total_s         # (G,)
+    dec, dra = float(ver[0]), float(step_time(draft, hw, mode, b, 1, context, kv).total_s)
+    return GammaCosts(gammas, dra / dec, ver / dec, dec, dra)
+
+
+def best_gamma_against_batch(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str, alpha: float,
+                             context: int, batch: ArrayLike, max_gamma: int = 16,
+                             kv: str = "bf16") -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """For each B: argmax over gamma in 0..max_gamma of E[N](alpha, gamma) / (gamma c(B) + v(gamma, B)).
+
+    v grows with gamma once the linear layers are compute-bound, so the search re-prices every gamma;
+    gamma = 0 (do not speculate) scores exactly 1; ties go to the smaller gamma.
+    """
+    check_alpha(alpha)
+    gmax = int(check_gamma(max_gamma, "max_gamma"))
+    b = check_batch(batch)
+    check_context(draft, context)
+    g = np.arange(gmax + 1).reshape((-1,) + (1,) * b.ndim)                       # (G, 1...)
+    dec = step_time(target, hw, mode, b, 1, context, kv).total_s                  # (*B)
+    ver = step_time(target, hw, mode, b[None], g + 1, context, kv).total_s       # (G, *B)
+    c = step_time(draft, hw, mode, b, 1, context, kv).total_s / dec               # (*B)
+    s = np.asarray(expected_tokens(alpha, g)) / (g * c[None] + ver / dec[None])  # (G, *B)
+    best = np.argmax(s, axis=0)                                                   # first maximum: smaller gamma
+    return best.astype(np.int64), np.take_along_axis(s, best[None], axis=0)[0]
+
+
+def best_gamma_for_shape(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str, alpha: float,
+                         context: int, batch: float, max_gamma: int = 16, kv: str = "bf16") -> tuple[int, float]:
+    """(gamma*, speedup) maximising E[N] / (gamma c(B) + v(gamma, B)) over integers 0..max_gamma (0: no drafts)."""
+    g, s = best_gamma_against_batch(target, draft, hw, mode, alpha, context, float(check_batch(batch)), max_gamma, kv)
+    return int(g), float(s)
+
+
 def speedup_crossing(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str, gamma: int,
-                     alpha: float, context: int, max_batch: float = 4096.0) -> float | None:
+                     alpha: float, context: int, max_batch: float = 4096.0, kv: str = "bf16") -> float | None:
     """Smallest batch B in [1, max_batch] with speedup(B) <= 1; 1.0 if already so at B = 1; None if never."""
     def s(bb: float) -> float:
-        return float(spec_curve(target, draft, hw, mode, gamma, alpha, context, bb).speedup)
+        return float(spec_curve(target, draft, hw, mode, gamma, alpha, context, bb, kv).speedup)
 
     grid = np.geomspace(1.0, float(max_batch), 257)
-    vals = spec_curve(target, draft, hw, mode, gamma, alpha, context, grid).speedup
+    vals = spec_curve(target, draft, hw, mode, gamma, alpha, context, grid, kv).speedup
     below = np.nonzero(vals <= 1.0)[0]
     if below.size == 0:
         return None
@@ -191,53 +350,25 @@ def speedup_crossing(target: DecoderShape, draft: DecoderShape, hw: Hardware, mo
 
 
 def memory_needed_gb(target: DecoderShape, draft: DecoderShape | None, mode: str, batch: ArrayLike,
-                     context: ArrayLike) -> float | NDArray[np.float64]:
+                     context: ArrayLike, kv: str = "bf16") -> float | NDArray[np.float64]:
     """HBM needed, GB: weights of target (and draft) + B x L x KV bytes per token for each model."""
+    check_mode(mode)
     b, ctx = check_batch(batch), check_context(target, context)
     models = [target] + ([draft] if draft is not None else [])
-    total = sum(m.params * bytes_per_weight(mode) + b * ctx * m.kv_bytes_per_token for m in models)
+    total = sum(m.params * bytes_per_weight(mode) + b * ctx * m.kv_bytes(kv) for m in models)
     out = np.asarray(total, dtype=np.float64) / 1e9
     return float(out) if out.ndim == 0 else out
 
 
-def linear_stack_time(n_weights: float, tokens: ArrayLike, weight_bytes: float, peak_flops: float,
-                      bandwidth: float, act_bytes_per_token: float = 0.0) -> NDArray[np.float64]:
-    """A stack of linears on T tokens: max(2 n T / peak, (n x weight_bytes + T x act_bytes) / bandwidth)."""
-    if min(n_weights, weight_bytes, peak_flops, bandwidth) <= 0:
-        raise ValueError("n_weights, weight_bytes, peak_flops and bandwidth must all be > 0")
-    t = np.asarray(tokens, dtype=np.float64)
-    compute = 2.0 * n_weights * t / peak_flops
-    return np.maximum(compute, (n_weights * weight_bytes + t * act_bytes_per_token) / bandwidth)
-
-
-def knee_tokens(peak_flops: float, bandwidth: float, weight_bytes: float) -> float:
-    """Tokens per pass where weight reads and compute take equal time: peak x weight_bytes / (2 x bandwidth)."""
-    return peak_flops * weight_bytes / (2.0 * bandwidth)
-
-
-def fit_knee(tokens: ArrayLike, times: ArrayLike, n_grid: int = 400) -> tuple[float, float]:
-    """Fit t(T) = t0 x max(1, T / K) in log space by a grid over K; returns (K, t0). K >= max T: no knee seen."""
-    t = np.asarray(tokens, dtype=np.float64)
-    y = np.log(np.asarray(times, dtype=np.float64))
-    if t.shape != y.shape or t.size < 2 or np.any(t <= 0) or not np.all(np.isfinite(y)):
-        raise ValueError("need at least two positive token counts with positive, finite times")
-    ks = np.geomspace(t.min() / 2.0, t.max() * 2.0, n_grid)                      # (K,)
-    shape_term = np.log(np.maximum(1.0, t[None, :] / ks[:, None]))              # (K, N)
-    log_t0 = (y[None, :] - shape_term).mean(axis=1)                             # (K,)
-    sse = ((y[None, :] - shape_term - log_t0[:, None]) ** 2).sum(axis=1)        # (K,)
-    best = int(np.argmin(sse))
-    return float(ks[best]), float(np.exp(log_t0[best]))
-
-
 def max_batch_in_memory(hw: Hardware, target: DecoderShape, draft: DecoderShape | None, mode: str,
-                        context: int) -> float | None:
+                        context: int, kv: str = "bf16") -> float | None:
     """Largest B whose weights + KV fit in HBM: (memory - weights) / (L x KV bytes per token); None if unknown."""
     if hw.memory_gb is None:
         return None
     ctx = float(check_context(target, context))
     models = [target] + ([draft] if draft is not None else [])
     free = hw.memory_gb * 1e9 - sum(m.params * bytes_per_weight(mode) for m in models)
-    per_seq = ctx * sum(m.kv_bytes_per_token for m in models)
+    per_seq = ctx * sum(m.kv_bytes(kv) for m in models)
     if free <= 0:
         return 0.0
     return float("inf") if per_seq == 0 else free / per_seq

@@ -70,6 +70,7 @@ def test_presets_are_dense_and_sourced(name):
     assert hw.peak_tflops.get("fp8") == fp8
     assert hw.bandwidth_tbs == bw
     assert len(hw.source) > 40 and "dense" in hw.source
+    assert hw.memory_gb is not None and f"{hw.memory_gb:,.0f} GB" in hw.source.replace("1,440 GB", "")
     if fp8 is not None:                       # FP8 dense is twice BF16 dense (within rounding)
         assert fp8 / bf16 == pytest.approx(2.0, rel=0.01)
 
@@ -146,44 +147,62 @@ def test_bad_shape():
 
 
 # ------------------------------------------------------------ hand-computed ----
+P_LIN_8B = 8_030_261_248 - 128_256 * 4096            # 7,504,924,672: all weights but the input embedding table
+P_LIN_70B = 70_553_706_496 - 128_256 * 8192          # 69,503,033,344
+
+
 def test_step_time_8b_batch1_memory_bound():
-    """Llama-3.1-8B, H100 SXM, BF16, B = 1, one token, 4,096 cached tokens."""
-    weights = 8_030_261_248 * 2                       # 16,060,522,496 bytes
+    """Llama-3.1-8B, H100 SXM, BF16, B = 1, one token, 4,096 cached tokens: every kernel memory-bound."""
+    weights = P_LIN_8B * 2                            # 15,009,849,344 bytes (the embedding table is a gather)
     kv = 4096 * (2 * 32 * 8 * 128 * 2)                # 131,072 bytes per token -> 536,870,912
     act = 1 * 32 * 4 * 4096 * 2                       # 1,048,576
     st = stp.step_time(L8B, H100, "bf16", 1, 1, 4096)
-    assert float(st.weights_s) == pytest.approx(weights / 3.35e12)
-    assert float(st.kv_s) == pytest.approx(kv / 3.35e12)
+    assert float(st.linear.memory_s) == pytest.approx(weights / 3.35e12)
+    assert float(st.attention.memory_s) == pytest.approx(kv / 3.35e12)
+    assert float(st.activations.memory_s) == pytest.approx(act / 3.35e12)
     assert float(st.total_s) == pytest.approx((weights + kv + act) / 3.35e12)
-    assert float(st.total_s) * 1e3 == pytest.approx(4.95476, rel=1e-5)
-    flops = 2 * 8_030_261_248 + 4 * 32 * 4096 * 4096
-    assert float(st.compute_s) == pytest.approx(flops / 989e12)
-    assert not bool(st.compute_bound)
+    assert float(st.total_s) * 1e3 == pytest.approx(4.641125, rel=1e-6)
+    assert float(st.linear.compute_s) == pytest.approx(2 * P_LIN_8B / 989e12)
+    assert float(st.attention.compute_s) == pytest.approx(4 * 32 * 4096 * 4096 / 989e12)
+    assert not any(bool(k.compute_bound) for k in st.kernels)
 
 
-def test_step_time_8b_large_batch_compute_bound():
-    """Llama-3.1-8B, H100 SXM, BF16, B = 256 verifying gamma = 3 (T = 4), 128 cached tokens."""
+def test_step_time_8b_large_batch_linear_compute_bound_attention_not():
+    """Llama-3.1-8B, H100 SXM, BF16, B = 256 verifying gamma = 3 (T = 4), 128 cached tokens.
+
+    The linear layers are compute-bound (1,024 tokens > ridge 295) while the attention stays memory-bound
+    (intensity 2 x 4 x 4 / 2 = 16 FLOP/byte); the pass pays both, one after the other.
+    """
     st = stp.step_time(L8B, H100, "bf16", 256, 4, 128)
-    linear = 2 * 8_030_261_248 * 1024 / 989e12         # 16.629 ms
-    attn = 1024 * 4 * 32 * 4096 * 128 / 989e12         # 0.0695 ms
-    assert float(st.total_s) == pytest.approx(linear + attn)
-    assert float(st.total_s) * 1e3 == pytest.approx(16.698, abs=1e-3)
-    assert bool(st.compute_bound)
+    linear = 2 * P_LIN_8B * 1024 / 989e12              # 15.541 ms of compute
+    attn = 256 * 128 * 131_072 / 3.35e12               # 1.282 ms of KV reads
+    act = 1024 * 32 * 4 * 4096 * 2 / 3.35e12           # 0.321 ms
+    assert float(st.total_s) == pytest.approx(linear + attn + act)
+    assert float(st.total_s) * 1e3 == pytest.approx(17.144, abs=1e-3)
+    assert bool(st.linear.compute_bound) and not bool(st.attention.compute_bound)
+    # one roofline for the whole pass would hide the KV reads under the linear compute
+    assert float(st.one_roofline_s) == pytest.approx(linear + 1024 * 4 * 32 * 4096 * 128 / 989e12)
+    assert float(st.one_roofline_s) < float(st.total_s)
 
 
 def test_step_time_70b_fp8_kv_matters():
     """Llama-3.1-70B, H100 SXM, FP8, B = 64, T = 4, 1,024 cached tokens: memory-bound through the KV cache."""
     st = stp.step_time(L70B, H100, "fp8", 64, 4, 1024)
-    weights = 70_553_706_496 * 1
+    weights = P_LIN_70B * 1
     kv = 64 * 1024 * (2 * 80 * 8 * 128 * 2)            # 21,474,836,480
     act = 256 * 80 * 4 * 8192 * 2                      # 1,342,177,280
     assert float(st.memory_s) * 1e3 == pytest.approx((weights + kv + act) / 3.35e9)
-    assert float(st.total_s) * 1e3 == pytest.approx(27.872, abs=1e-3)
-    assert float(st.weights_s) * 1e3 == pytest.approx(21.061, abs=1e-3)
-    assert float(st.kv_s) * 1e3 == pytest.approx(6.410, abs=1e-3)
-    compute = 2 * 70_553_706_496 * 256 / 1979e12 + 256 * 4 * 80 * 8192 * 1024 / 989e12
+    assert float(st.total_s) * 1e3 == pytest.approx(27.558, abs=1e-3)
+    assert float(st.linear.memory_s) * 1e3 == pytest.approx(20.747, abs=1e-3)
+    assert float(st.attention.memory_s) * 1e3 == pytest.approx(6.410, abs=1e-3)
+    compute = 2 * P_LIN_70B * 256 / 1979e12 + 256 * 4 * 80 * 8192 * 1024 / 989e12
     assert float(st.compute_s) == pytest.approx(compute)
-    assert not bool(st.compute_bound)
+    assert not any(bool(k.compute_bound) for k in st.kernels)
+    # an FP8 KV cache halves the KV bytes and runs QK^T and PV at the FP8 peak
+    f8 = stp.step_time(L70B, H100, "fp8", 64, 4, 1024, kv="fp8")
+    assert float(f8.attention.memory_s) == pytest.approx(kv / 2 / 3.35e12)
+    assert float(f8.attention.compute_s) == pytest.approx(256 * 4 * 80 * 8192 * 1024 / 1979e12)
+    assert float(f8.total_s) * 1e3 == pytest.approx(24.353, abs=1e-3)
 
 
 def test_shape_params_match_their_shape():
@@ -195,10 +214,12 @@ def test_shape_params_match_their_shape():
 
 
 # ------------------------------------------------------------ c(B), v(B), speedup ----
-def test_batch1_c_is_params_ratio_and_v_is_one():
+def test_batch1_c_is_linear_params_ratio_and_v_is_one():
     cur = stp.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 0, 1)
     assert float(cur.v) == pytest.approx(1.0, abs=2e-3)
-    assert float(cur.c) == pytest.approx(L1B.params / L8B.params, rel=0.01)
+    # the 1B's tied head counts once; the 8B's untied input table is a gather, not a weight read per step
+    assert L1B.linear_params == L1B.params and L8B.linear_params == P_LIN_8B
+    assert float(cur.c) == pytest.approx(L1B.params / P_LIN_8B, rel=0.01)
     assert float(cur.speedup) == pytest.approx(float(expected_tokens(0.8, 3)) / (3 * float(cur.c) + float(cur.v)))
 
 

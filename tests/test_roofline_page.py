@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
+import numpy as np
 import pytest
 
 from specdec_core import roofline as rl
@@ -32,9 +36,15 @@ def test_default_view_matches_the_seed(app_test):
                          "bf16", 3, 0.8, 2048, 16)
     assert m["c(B)"] == f"{float(cur.c):.3f}"
     assert m["v(B)"] == f"{float(cur.v):.2f}"
-    assert m["Speedup"] == f"{float(cur.speedup):.2f}x"
-    link = f"/algebra?alpha=0.8&gamma=3&c={float(cur.c):.6f}&v={float(cur.v):.6f}"
+    assert m["Speedup at B = 16"] == f"{float(cur.speedup):.2f}x"                # every speedup names its batch
+    g, s = stp.best_gamma_for_shape(stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"],
+                                    rl.HARDWARE["H100 SXM"], "bf16", 0.8, 2048, 16)
+    assert m["Best gamma at B = 16"] == str(g) and any(x.delta == f"{s:.2f}x" for x in at.metric)
+    # the link into the algebra carries the workload, not one v
+    link = ("/algebra?cost=shape&target=Llama-3.1-8B&draft=Llama-3.2-1B%20%28draft%29&hw=H100%20SXM&ceil=datasheet"
+            "&prec=bf16&batch=16&ctx=2048&alpha=0.8&gamma=3")
     assert any(link in x.value for x in at.markdown), link
+    assert not any("&v=" in x.value for x in at.markdown)
     assert m["Decode step (ms)"] == f"{float(cur.decode_s) * 1e3:.4g}"
     assert m["Verify pass (ms)"] == f"{float(cur.verify_s) * 1e3:.4g}"
 
@@ -51,7 +61,7 @@ def test_every_preset_and_mode_renders(app_test):
             if hw.supports(mode):
                 assert m["Ridge (FLOP/byte)"] == f"{rl.ridge(hw, mode):.0f}", (name, mode)
                 assert m["Crossover batch B*"] == f"{rl.crossover_batch(hw, 3, mode):.0f}", (name, mode)
-                assert len(at.get("plotly_chart")) == 4
+                assert len(at.get("plotly_chart")) == 5
                 seen += 1
             else:
                 assert "Ridge (FLOP/byte)" not in m
@@ -95,9 +105,12 @@ def test_custom_hardware_and_bad_values(app_test):
     at = app_test(PAGE, hw="Custom", bw="0")
     assert not at.exception
     assert any("bandwidth must be a finite number > 0 TB/s" in e.value for e in at.error)
-    at = app_test(PAGE, hw="Custom", bf16="-3")
+    at = app_test(PAGE, hw="Custom", bf16="0")
     assert any("bf16 peak must be a finite number > 0" in e.value for e in at.error)
-    at = app_test(PAGE, hw="Custom", bf16="1e308", bw="1e308")   # finite input, inf FLOP/s: once showed "nan"
+    at = app_test(PAGE, hw="Custom", bf16="-3")                   # refused by the box's own range, with a message
+    assert not at.exception
+    assert any("bf16=-3" in w.value for w in at.warning)
+    at = app_test(PAGE, hw="Custom", bf16="1e-300", bw="1000")     # finite input the core refuses: no "nan" shown
     assert not at.exception
     assert any("from 1e-06 to 1e+06" in e.value for e in at.error)
     assert not any("nan" in m.value for m in at.metric)
@@ -105,11 +118,11 @@ def test_custom_hardware_and_bad_values(app_test):
 
 def test_a_sub_unit_ridge_is_not_rounded_to_zero(app_test):
     # 1e-6 TFLOP/s over 1e4 TB/s: ridge 1e-10 FLOP/byte. Shown as "0" it read as a broken page.
-    at = app_test(PAGE, hw="Custom", bf16="1e-6", fp8="0", bw="1e4")
+    at = app_test(PAGE, hw="Custom", bf16="1e-6", fp8="0", bw="1000")    # the box's largest bandwidth
     assert not at.exception
     m = metrics(at)
-    assert m["Ridge (FLOP/byte)"] == "1e-10"
-    assert m["Crossover batch B*"] == f"{rl.crossover_batch(rl.custom_hardware(1e-6, 1e4), 3):.2g}"
+    assert m["Ridge (FLOP/byte)"] == "1e-09"
+    assert m["Crossover batch B*"] == f"{rl.crossover_batch(rl.custom_hardware(1e-6, 1e3), 3):.2g}"
 
 
 def test_out_of_range_url_values_warn(app_test):
@@ -138,4 +151,93 @@ def test_probe_button_runs_and_reports_the_device(app_test):
     m = metrics(at)
     assert m["Measured matmul rate"].endswith("GFLOP/s") and m["Measured copy bandwidth"].endswith("GB/s")
     assert any("Measured on CPU" in c.value for c in at.caption)
-    assert len(at.get("plotly_chart")) == 5
+    assert len(at.get("plotly_chart")) == 6
+
+
+# ------------------------------------------------------------ issue 14: the denominator taught right ----
+def test_words_do_not_overclaim(app_test):
+    at = app_test(PAGE)
+    title = at.title[0].value
+    assert "free at batch 1" not in title and "nearly free at small batch" in title
+    text = " ".join(x.value for x in at.markdown)
+    assert "Unused arithmetic alone does not guarantee a speedup" in text       # the seed's warning
+    assert "draft's own steps cost c each at every batch" in text
+
+
+def test_v_at_batch_128_is_the_per_kernel_model_and_the_old_figure_is_shown_beside_it(app_test):
+    at = app_test(PAGE, batch="128")
+    assert not at.exception
+    m = metrics(at)
+    t, d, h100 = stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"]
+    cur = stp.spec_curve(t, d, h100, "bf16", 3, 0.8, 2048, 128)
+    assert m["v(B)"] == "1.23" == f"{float(cur.v):.2f}" and m["Speedup at B = 128"] == "1.55x"
+    text = " ".join(x.value for x in at.markdown)
+    assert "would cost v = 1.008 instead of 1.231" in text
+    assert "Attention does 16 FLOP per byte" in text and "stays memory-bound" in text
+    assert "verify pass, with gamma + 1 = 4 tokens per sequence, at B = 74" in text
+
+
+def test_achievable_ceilings_lower_the_ridge_and_raise_v(app_test):
+    at = app_test(PAGE, ceil="achievable", batch="100")
+    assert not at.exception
+    ach = rl.achievable(rl.HARDWARE["H100 SXM"], 0.799, 0.896)
+    m = metrics(at)
+    assert m["Ridge (FLOP/byte)"] == f"{rl.ridge(ach):.0f}" == "263"
+    cur = stp.spec_curve(stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], ach, "bf16", 3, 0.8, 2048,
+                         100)
+    assert m["v(B)"] == f"{float(cur.v):.2f}"
+    assert any("ceil=achievable" in x.value and "fc=0.799" in x.value for x in at.markdown)    # the link keeps it
+    at.number_input(key="roofline.fc").set_value(0.5).run()
+    assert metrics(at)["Ridge (FLOP/byte)"] == f"{rl.ridge(rl.achievable(rl.HARDWARE['H100 SXM'], 0.5, 0.896)):.0f}"
+
+
+def test_fp8_mode_offers_an_fp8_kv_cache(app_test):
+    at = app_test(PAGE, mode="fp8", ctx="16384", batch="64")
+    assert not at.exception
+    before = metrics(at)["Decode step (ms)"]
+    at.radio(key="roofline.kv").set_value("fp8").run()
+    assert not at.exception
+    t, d, h100 = stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"]
+    cur = stp.spec_curve(t, d, h100, "fp8", 3, 0.8, 16384, 64, kv="fp8")
+    assert metrics(at)["Decode step (ms)"] == f"{float(cur.decode_s) * 1e3:.4g}" != before
+    assert any("Attention does 32 FLOP per byte" in x.value for x in at.markdown)
+    at = app_test(PAGE)                                            # BF16 mode has no KV choice
+    assert not any(r.key == "roofline.kv" for r in at.radio)
+
+
+def test_kernel_split_figure_hatches_the_compute_bound_linear_layers(app_test):
+    at = app_test(PAGE)
+    figs = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    split = next(f for f in figs if "Where the time goes" in f["layout"]["title"]["text"])
+    bars = [tr for tr in split["data"] if tr["type"] == "bar" and tr["name"] == "linear layers"]
+    decode, verify = bars                                          # B = 1, 16, 64, 128, 256, 512
+    assert verify["marker"]["pattern"]["shape"] == ["", "", "", "/", "/", "/"]            # knee at B = 74
+    assert decode["marker"]["pattern"]["shape"] == ["", "", "", "", "", "/"]              # knee at B = 295
+    attn = [tr for tr in split["data"] if tr["type"] == "bar" and tr["name"] == "attention"]
+    assert all(shape == "" for tr in attn for shape in tr["marker"]["pattern"]["shape"])
+    best = next(f for f in figs if "Best draft length" in f["layout"]["title"]["text"])
+    y = best["data"][0]["y"]                                       # a list, or a base64 typed array
+    g = np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]) if isinstance(y, dict) else np.asarray(y)
+    assert g[0] >= 3 and g[-1] <= 2 and np.all(np.diff(g) <= 0)
+
+
+def test_b200_cites_its_memory(app_test):
+    at = app_test(PAGE, hw="B200")
+    assert not at.exception
+    assert any("180 GB" in c.value and "1,440 GB" in c.value for c in at.caption)
+
+
+def test_unreliable_knee_is_said_not_printed_as_a_number(app_test):
+    from gpu_demo.measure.probe import PROBE_SHAPES, ProbeResult
+
+    res = ProbeResult("CPU (1 thread)", "float32", PROBE_SHAPES["tiny (d=64)"], 1000, 4.0, tokens=[1, 2, 4],
+                      measured_s=[1e-4, 1e-4, 1.1e-4], spread_s=[(9e-5, 1.1e-4)] * 3, n_samples=[3] * 3,
+                      model_s=[1e-4] * 3, peak_flops=1e10, bandwidth=1e10, knee_measured=3.0, knee_model=2.0,
+                      knee_reached=True, knee_reliable=False, knee_note="only 3 token counts were timed",
+                      elapsed_s=1.0)
+    at = app_test(PAGE)
+    at.session_state["probe_result"] = res
+    at.run()
+    assert not at.exception
+    assert metrics(at)["Measured knee (tokens)"] == "unreliable"
+    assert any("only 3 token counts were timed" in w.value for w in at.warning)

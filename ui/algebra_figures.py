@@ -136,7 +136,7 @@ def heatmap_figure(
     best_gamma: NDArray[np.int64],
     boundary: NDArray[np.float64],
     current: tuple[float, float],
-    v: float,
+    v: float | str,
     speedup_cap: float = 5.0,
 ) -> go.Figure:
     """Best speedup (left, colours saturate at speedup_cap) and best gamma (right); the break-even line on both.
@@ -193,8 +193,8 @@ def heatmap_figure(
             )
         )
     layout = go.Layout(
-        title=f"Best integer gamma (0..32) over constant alpha and draft cost, v = {v:g}:"
-        " speedup (left), gamma (right)",
+        title=f"Best integer gamma (0..32) over constant alpha and draft cost,"
+        f" {v if isinstance(v, str) else f'v = {v:g}'}: speedup (left), gamma (right)",
         height=440,
         hovermode="closest",
         showlegend=False,

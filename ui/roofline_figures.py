@@ -79,18 +79,46 @@ def intensity_figure(hw: rl.Hardware, mode: str, gammas: Sequence[int], max_batc
     return fig
 
 
-def steptime_figure(batch: np.ndarray, st: StepTime, title: str) -> go.Figure:
-    """Memory time stacked as weights + KV + activations, compute time as a line, and the step time = max."""
-    fig = _titled(title, xaxis=dict(type="log", title="batch B"), yaxis=dict(type="log", title="time per pass (ms)"))
-    parts = [("weights", st.weights_s, OKABE_ITO[0]), ("KV cache", st.kv_s, OKABE_ITO[1]),
-             ("activations", st.activations_s, OKABE_ITO[4])]
-    for name, secs, colour in parts:
-        fig.add_scatter(x=batch, y=secs * 1e3, mode="lines", stackgroup="memory", name=f"memory: {name}",
-                        line=dict(color=colour, width=0.5))
-    fig.add_scatter(x=batch, y=st.compute_s * 1e3, mode="lines", name="compute (FLOPs / peak)",
-                    line=dict(color=OKABE_ITO[3], width=2.5, dash="dot"))
-    fig.add_scatter(x=batch, y=st.total_s * 1e3, mode="lines", name="step time = max(memory, compute)",
-                    line=dict(color=ROLE_COLOUR["predicted"], width=3))
+KERNEL_COLOURS = (OKABE_ITO[0], OKABE_ITO[1], OKABE_ITO[4])      # linear layers, attention, activations
+
+
+def kernel_split_figure(batches: Sequence[int], decode: StepTime, verify: StepTime, v: np.ndarray, gamma: int,
+                        title: str) -> go.Figure:
+    """Per batch, a plain decode step and a verify pass as stacked bars of their kernel classes' times (linear
+    axis); a compute-bound kernel's segment is hatched. v(B) is the ratio of the two bars' heights."""
+    b = [f"B = {x}" for x in batches]
+    fig = _titled(title, xaxis=dict(type="multicategory", title="batch B: plain decode (T = 1) and verify "
+                                    f"(T = gamma + 1 = {gamma + 1}) side by side"),
+                  yaxis=dict(title="time per pass (ms)"), barmode="stack", hovermode="closest")
+    for kind, st in (("decode", decode), ("verify", verify)):
+        x = [b, [kind] * len(b)]
+        for k, colour in zip(st.kernels, KERNEL_COLOURS):
+            bound = np.asarray(k.compute_bound)
+            fig.add_bar(x=x, y=np.asarray(k.total_s) * 1e3, name=k.name, legendgroup=k.name,
+                        showlegend=kind == "decode", marker_color=colour,
+                        marker_pattern_shape=["/" if c else "" for c in bound],
+                        marker_line=dict(width=0.5, color="#222"),
+                        customdata=np.where(bound, "compute-bound", "memory-bound"),
+                        hovertemplate=f"{k.name}, %{{x}}: %{{y:.3f}} ms, %{{customdata}}<extra></extra>")
+    fig.add_scatter(x=[b, ["verify"] * len(b)], y=np.asarray(verify.total_s) * 1e3, mode="text",
+                    text=[f"v = {r:.2f}" for r in v], textposition="top center", showlegend=False, hoverinfo="skip")
+    fig.add_bar(x=[[b[0]], ["decode"]], y=[0], name="hatched: compute-bound", marker_color="#ffffff",
+                marker_pattern_shape="/", marker_line=dict(width=1, color="#222"), hoverinfo="skip")
+    return fig
+
+
+def best_gamma_figure(batch: np.ndarray, best: np.ndarray, speedups: np.ndarray, chosen: int) -> go.Figure:
+    """The v(gamma)-aware best gamma against batch (steps), and the speedup it reaches (right axis)."""
+    fig = _titled("Best draft length against batch, with v(gamma, B) re-priced for every gamma",
+                  xaxis=dict(type="log", title="batch B"),
+                  yaxis=dict(title="best gamma (0 = do not speculate)", rangemode="tozero", dtick=1),
+                  yaxis2=dict(title="speedup at the best gamma (x)", overlaying="y", side="right",
+                              rangemode="tozero", showgrid=False), hovermode="x unified")
+    fig.add_scatter(x=batch, y=best, mode="lines", line=dict(shape="hv", color=OKABE_ITO[0], width=3),
+                    name="best gamma", hovertemplate="B = %{x:.0f}: best gamma %{y}<extra></extra>")
+    fig.add_scatter(x=batch, y=speedups, mode="lines", yaxis="y2", line=dict(color=OKABE_ITO[1], width=2, dash="dot"),
+                    name="speedup at that gamma", hovertemplate="%{y:.2f}x<extra></extra>")
+    _vline(fig, chosen, f"B = {chosen}", ROLE_COLOUR["threshold"], "dash", log_x=True)
     return fig
 
 

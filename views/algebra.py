@@ -8,6 +8,7 @@ import streamlit as st
 from specdec_core import algebra as alg
 from specdec_core import presets as ps
 from specdec_core.simulate import empirical_pmf, simulate_tokens_per_step, summarise
+from ui.algebra_cost import ShapeCosts, cost_note, shape_costs, slowdown_note, v_label
 from ui.algebra_figures import alpha_figure, gamma_figure, heatmap_figure, pmf_figure
 from ui.algebra_vllm import paste_section, positional_comparison
 from ui.controls import bound_radio, bound_select, bound_text, get_value, set_value, slider_input
@@ -26,7 +27,7 @@ def n(x: float, d: int = 3) -> str:
 
 
 @st.cache_data(max_entries=16)
-def heatmap_data(v: float, c_max: float) -> tuple[np.ndarray, ...]:
+def heatmap_data(v: float | np.ndarray, c_max: float) -> tuple[np.ndarray, ...]:
     """Best gamma and speedup over a 201 x 201 (alpha, c) grid, and the break-even alpha for each c."""
     alphas, cs = np.linspace(0.0, 1.0, 201), np.linspace(0.0, c_max, 201)
     g, s = alg.best_gamma_map(alphas, cs, v, MAX_GAMMA)                      # (A, C)
@@ -62,7 +63,7 @@ def _load_preset() -> None:
             set_value(key, value)
 
 
-def controls() -> tuple[float, int, float, float, str]:
+def controls() -> tuple[float, int, float, float, str, ShapeCosts | None]:
     """The four sliders (each with an exact box), the preset picker and the acceptance mode."""
     bound_select("Load a published operating point", [NO_PRESET, *PRESETS], key="preset", on_change=_load_preset,
                  help="Sets alpha, gamma, c and v; the comparison with the paper is further down.")
@@ -72,17 +73,21 @@ def controls() -> tuple[float, int, float, float, str]:
                              help="Probability that a draft token is accepted, given the earlier ones were.")
         gamma = slider_input("draft length gamma", "gamma", 0, 16, 3, 1, help="Draft tokens proposed per step.")
     with right:
-        c = slider_input("draft cost c", "c", 0.0, 1.0, 0.1, 0.005, "%.4f",
-                         help="One draft token's cost, in target decode steps.")
-        v = slider_input("verification cost v", "v", 0.5, 5.0, 1.0, 0.05, "%.3f",
-                         help="One verification pass, in target decode steps (1 at small batch).")
+        shape = shape_costs(int(gamma), MAX_GAMMA)        # None: free c and v; else c and v(gamma) from a shape
+        if shape is not None:
+            c, v = shape.c, float(shape.v[gamma])
+        else:
+            c = slider_input("draft cost c", "c", 0.0, 1.0, 0.1, 0.005, "%.4f",
+                             help="One draft token's cost, in target decode steps.")
+            v = slider_input("verification cost v", "v", 0.5, 5.0, 1.0, 0.05, "%.3f",
+                             help="One verification pass, in target decode steps (1 at small batch).")
     mode = bound_radio(
         "Acceptance by position",
         MODES,
         key="mode",
         help="constant: one alpha everywhere. decay: alpha_j = alpha rho^(j-1). table: type each alpha_j.",
     )
-    return float(alpha), int(gamma), float(c), float(v), mode
+    return float(alpha), int(gamma), float(c), float(v), mode, shape
 
 
 def _table_edited(editor_key: str, base: list[float]) -> None:
@@ -131,7 +136,8 @@ def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np
     return table, table
 
 
-def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search: np.ndarray | None) -> float:
+def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search: np.ndarray | None,
+             shape: ShapeCosts | None = None) -> float:
     """The formulas with numbers substituted, the metrics, the limits and the break-even alpha; returns speedup."""
     cost = float(alg.step_cost(gamma, c, v))
     if search is None:
@@ -156,7 +162,8 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
         rf"\text{{speedup}} = \frac{{\mathbb{{E}}[N]}}{{\gamma c + v}}"
         rf" = \frac{{{n(tokens)}}}{{{n(cost)}}} = {s:.2f}\times"
     )
-    best = alg.best_gamma(alpha, c, v, MAX_GAMMA) if search is None else alg.best_gamma_positional(search, c, v)
+    vs = v if shape is None else shape.v                     # the search's v: held fixed, or v(gamma)
+    best = alg.best_gamma(alpha, c, vs, MAX_GAMMA) if search is None else alg.best_gamma_positional(search, c, vs)
     cols = st.columns(4)
     cols[0].metric("Tokens per step E[N]", n(tokens))
     cols[1].metric("Step cost", n(cost), help="gamma c + v, in target decode steps")
@@ -168,6 +175,7 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
         delta_color="off",
         help=f"Searched over gamma = 0..{MAX_GAMMA if search is None else search.size}.",
     )
+    cost_note(alpha, c, vs, search, best, shape)             # fixed v said plainly, or why v(gamma) picks this gamma
     if best[0] == MAX_GAMMA:
         st.caption(
             f"The best gamma sits at the search cap {MAX_GAMMA}: with c = {c:g} a longer draft always adds tokens"
@@ -196,22 +204,24 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
     return s
 
 
-def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search: np.ndarray | None) -> None:
+def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search: np.ndarray | None,
+            shape: ShapeCosts | None = None) -> None:
     """The four figures."""
     gammas = np.arange(17)
-    tokens, speeds = alg.expected_tokens(alpha, gammas), alg.speedup(alpha, gammas, c, v)
-    pos, best = None, alg.best_gamma(alpha, c, v, 16)
+    vs = v if shape is None else shape.v                     # v(gamma) for gamma = 0..32 in decoder-shape mode
+    tokens, speeds = alg.expected_tokens(alpha, gammas), alg.speedup(alpha, gammas, c, alg.v_by_gamma(vs, 16))
+    pos, best = None, alg.best_gamma(alpha, c, vs, 16)
     if search is not None:
         curve = search[:16]
-        pos = (alg.expected_tokens_prefixes(curve), alg.speedup_prefixes(curve, c, v))
-        best = alg.best_gamma_positional(curve, c, v)
+        pos = (alg.expected_tokens_prefixes(curve), alg.speedup_prefixes(curve, c, vs))
+        best = alg.best_gamma_positional(curve, c, vs)
     left, right = st.columns(2)
     left.plotly_chart(gamma_figure(gammas, tokens, speeds, best, gamma, pos), key="fig_gamma")
     grid = np.linspace(0.0, 1.0, 101)
-    curves = {g: alg.speedup(grid, g, c, v) for g in sorted({1, 2, 4, 8, 16, max(gamma, 1)})}
+    curves = {g: alg.speedup(grid, g, c, alg.v_by_gamma(vs, 16)[g]) for g in sorted({1, 2, 4, 8, 16, max(gamma, 1)})}
     right.plotly_chart(alpha_figure(grid, curves, (alpha, float(alg.speedup(alpha, gamma, c, v)))), key="fig_alpha")
-    heat = heatmap_data(v, 0.5 if c <= 0.5 else 1.0)
-    st.plotly_chart(heatmap_figure(*heat, (alpha, c), v), key="fig_heat")
+    heat = heatmap_data(vs, 0.5 if c <= 0.5 else 1.0)
+    st.plotly_chart(heatmap_figure(*heat, (alpha, c), v_label(vs)), key="fig_heat")
     st.caption(
         "Each cell searches gamma = 0..32 (hover a cell to read its best gamma and speedup). The white line "
         "is speedup = 1: below and right of it no draft length >= 1 pays. Colours saturate at 5x; the corner "
@@ -342,6 +352,7 @@ def seed_section() -> None:
         query_params={"alpha": "0.8", "gamma": "4", "c": "0.05", "v": "3.5"},
         icon=":material/trending_down:",
     )
+    slowdown_note()
     table = [
         {
             "alpha": r["alpha"],
@@ -364,11 +375,11 @@ def render() -> None:
         "accepted prefix plus one target token. Move the costs as well as the acceptance: both decide "
         "whether it pays."
     )
-    alpha, gamma, c, v, mode = controls()
+    alpha, gamma, c, v, mode, shape = controls()
     aj, search = position_alphas(alpha, gamma, mode)
-    readouts(alpha, gamma, c, v, aj, search)
-    figures(alpha, gamma, c, v, aj, search)
-    paste_section(c, v)
+    readouts(alpha, gamma, c, v, aj, search, shape)
+    figures(alpha, gamma, c, v, aj, search, shape)
+    paste_section(c, v, None if shape is None else shape.v)
     paper_section(get_value("preset", NO_PRESET), {"alpha": alpha, "gamma": gamma, "c": c, "v": v})
     seed_section()
     st.subheader("Greedy decoding")

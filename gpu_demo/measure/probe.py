@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from gpu_demo.device import device_label, resolve_device, time_call, timed_once
-from specdec_core.steptime import fit_knee, knee_tokens, linear_stack_time
+from specdec_core.knee import knee_fit, knee_tokens, linear_stack_time
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,8 @@ class ProbeResult:
     knee_measured: float = float("nan")              # tokens, fitted t0 x max(1, T/K)
     knee_model: float = float("nan")
     knee_reached: bool = False                       # fitted knee lies inside the measured token range
+    knee_reliable: bool = False                      # enough points on both sides and a good fit (knee_fit)
+    knee_note: str = ""                              # why the fitted knee is not to be trusted, if it is not
     elapsed_s: float = 0.0
 
     def to_dict(self) -> dict:
@@ -194,8 +196,9 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
     res.model_s = [float(x) for x in linear_stack_time(shape.n_weights, res.tokens, elt, res.peak_flops,
                                                        res.bandwidth, act)]
     res.knee_model = knee_tokens(res.peak_flops, res.bandwidth, elt)
-    res.knee_measured, _ = fit_knee(res.tokens, res.measured_s)
-    res.knee_reached = res.knee_measured < max(res.tokens)
+    fit = knee_fit(res.tokens, res.measured_s)
+    res.knee_measured, res.knee_reached = fit.knee, fit.reached
+    res.knee_reliable, res.knee_note = fit.reliable, fit.reason
     res.elapsed_s = time.perf_counter() - start
     yield ProbeEvent(1.0, f"done in {res.elapsed_s:.1f} s on {res.device}", res)
 
@@ -220,6 +223,8 @@ def format_table(res: ProbeResult) -> str:
         lines.append(f"{t:>6} {m * 1e3:>12.3f} {p * 1e3:>10.3f} {m / p:>7.2f}")
     seen = "inside" if res.knee_reached else "beyond"
     lines.append(f"knee: measured {res.knee_measured:.1f} tokens ({seen} the range), model {res.knee_model:.1f}")
+    if not res.knee_reliable:
+        lines.append(f"the measured knee is unreliable: {res.knee_note}")
     return "\n".join(lines)
 
 
