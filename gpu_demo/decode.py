@@ -14,6 +14,11 @@ forward. A speculative round (:func:`speculative_round`, the whole algorithm on 
 6. the round is reported as one event (drafts, q(x), p(x), the verdict, the emitted tokens and their kinds,
    the draft and verify times), which the page and the benchmarks both consume: nothing is timed twice.
 
+With a :class:`gpu_demo.constraints.Constraint`, the draft samples from its masked law while the parser
+advances one drafted token at a time (1), each verified position's target logits are masked with the mask of
+its own prefix (2), and the parser rolls back to the accepted prefix and consumes y (after 5). :class:`Forget`
+switches off a rollback, as a demonstration of the bug.
+
 Times are wall-clock intervals from :class:`gpu_demo.device.Stopwatch`, synchronised on CUDA.
 """
 
@@ -25,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from gpu_demo.constraints import Constraint
 from gpu_demo.device import Stopwatch
 from gpu_demo.drafters import Drafter
 from gpu_demo.kinds import EMITTED_KINDS
@@ -75,6 +81,14 @@ class RoundEvent:
     q_top: list[list[tuple[int, float]]] = field(default_factory=list)
     gamma: int = 0
     greedy: bool = False
+    # constrained runs: parser position (tokens consumed) before the round, after drafting, after the rollback
+    parser_before: int = -1
+    parser_drafted: int = -1
+    parser_after: int = -1
+    mask_sizes: list[int] = field(default_factory=list)  # allowed tokens at each of the k+1 verified positions
+    mask_s: float = 0.0  # time spent computing masks this round (part of draft_s and verify_s)
+    kv_target: int = -1  # target KV-cache length after the round
+    kv_draft: int = -1  # draft cache length after the round (-1: the drafter keeps none)
 
     @property
     def k(self) -> int:
@@ -142,6 +156,17 @@ def make_generator(seed: int | None, device: torch.device) -> torch.Generator:
 # ---------------------------------------------------------------------------------------------- the round
 
 
+@dataclass(frozen=True)
+class Forget:
+    """Demonstrations of bugs (off by default): skip the parser's rollback, or the target's KV-cache rollback."""
+
+    parser: bool = False  # the parser keeps the rejected drafts, then is asked to take y after them
+    kv_cache: bool = False  # the target's cache keeps the rejected drafts' keys and values
+
+
+NO_BUGS = Forget()
+
+
 @dataclass
 class Round:
     """What one speculative round did: the draft, the target's laws, the verdict, and its two timings."""
@@ -151,6 +176,8 @@ class Round:
     verdict: Verdict  # n accepted, the next token y, and p (k+1, V)
     draft_s: float  # drafting: the drafter's forwards and sampling
     verify_s: float  # one target forward + the rule + the target's rollback
+    parser: tuple[int, int, int] = (-1, -1, -1)  # parser position before, after drafting, after the rollback
+    masks: torch.Tensor | None = None  # (k+1, V) the allowed sets the laws were restricted to (constrained runs)
 
     @property
     def emitted(self) -> list[int]:
@@ -167,22 +194,37 @@ class Round:
 def speculative_round(
     target: DecoderLM, drafter: Drafter, committed: torch.Tensor, pending: torch.Tensor, k_max: int,
     sampling: SamplingConfig, draft_sampling: SamplingConfig, generator: torch.Generator,
+    constraint: Constraint | None = None, forget: Forget = NO_BUGS,
 ) -> Round:
     """Draft k <= k_max from q, score [pending, x_1..x_k] in one target pass, accept by the rule, roll back."""
     watch = Stopwatch(target.device)
-    draft = drafter.propose(committed, k_max, draft_sampling, generator)  # 1. x_i ~ q_i
+    pos0 = constraint.position if constraint is not None else -1
+    extra = {} if constraint is None else {"constraint": constraint}  # the drafter masks and advances the parser
+    draft = drafter.propose(committed, k_max, draft_sampling, generator, **extra)  # 1. x_i ~ q_i
     x, q = draft.tokens.to(target.device), draft.q.to(target.device)  # (k,), (k, V)
     if x.numel() > k_max:
         raise RuntimeError(f"drafter {drafter.name!r} proposed {x.numel()} tokens; at most {k_max} were asked")
     draft_s = watch.lap()
     base = target.cache_len
     logits = target.forward(torch.cat([pending, x]).view(1, -1))[0]  # 2. (k+1, V) in one pass
+    masks = None
+    if constraint is not None:  # 2b. position i's law restricted to what its own prefix x_<i allows
+        masks = constraint.masks(pos0)  # (k+1, V): the draft's masks, then the bonus position's
+        logits = constraint.restrict(logits, masks)
     rule = greedy_rule if sampling.greedy else exact_rule
     verdict = rule(logits, q, x, sampling, generator)  # 3. keep x_1..x_n, draw y
-    target.rollback(base + 1 + verdict.n_accepted)  # 4. pending + accepted stay; y becomes pending
+    if not forget.kv_cache:
+        target.rollback(base + 1 + verdict.n_accepted)  # 4. pending + accepted stay; y becomes pending
     verify_s = watch.lap()
     drafter.commit(verdict.n_accepted, verdict.next_token)  # 5. the drafter rolls back (or catches up)
-    return Round(x, q, verdict, draft_s, verify_s)
+    parser = (-1, -1, -1)
+    if constraint is not None:  # 6. the parser rolls back to the accepted prefix, then takes y
+        drafted_pos = constraint.position
+        if not forget.parser:
+            constraint.rollback(drafted_pos - pos0 - verdict.n_accepted)
+        constraint.consume([verdict.next_token])
+        parser = (pos0, drafted_pos, constraint.position)
+    return Round(x, q, verdict, draft_s, verify_s, parser, masks)
 
 
 # ------------------------------------------------------------------------------------------------- helpers
@@ -226,20 +268,34 @@ def autoregressive(
     seed: int | None = 0,
     stop_tokens: Sequence[int] = (),
     topk: int = 5,
+    constraint: Constraint | None = None,
 ) -> Iterator[RoundEvent]:
     """Plain decoding: one target forward per token, x_t ~ p(. | x_<t) (argmax if greedy). One event per token.
 
+    With a constraint, p is the law of the masked logits and the constraint's end token also stops.
     Arguments are validated when called (ValueError); the work runs in inference mode on each next().
     """
     check_sampling(sampling, target.vocab_size, "target")
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, target.max_seq_len).to(target.device)
-    body = _autoregressive_body(target, ids, max_new_tokens, sampling, seed, set(stop_tokens), topk)
+    stops = _stops_and_reset(stop_tokens, constraint, target.vocab_size)
+    body = _autoregressive_body(target, ids, max_new_tokens, sampling, seed, stops, topk, constraint)
     return _stepwise_inference(body)
+
+
+def _stops_and_reset(stop_tokens: Sequence[int], constraint: Constraint | None, vocab_size: int) -> set[int]:
+    """The stop set (plus the constraint's end token); resets the constraint to its prefix."""
+    if constraint is None:
+        return set(stop_tokens)
+    if constraint.vocab_size != vocab_size:
+        raise ValueError(
+            f"the constraint's vocabulary ({constraint.vocab_size}) differs from the model's ({vocab_size})")
+    constraint.reset()
+    return set(stop_tokens) | {constraint.end_token}
 
 
 def _autoregressive_body(
     target: DecoderLM, ids: torch.Tensor, max_new_tokens: int, sampling: SamplingConfig, seed: int | None,
-    stops: set[int], topk: int,
+    stops: set[int], topk: int, constraint: Constraint | None = None,
 ) -> Iterator[RoundEvent]:
     """The autoregressive loop (arguments already validated)."""
     gen = make_generator(seed, target.device)
@@ -247,15 +303,22 @@ def _autoregressive_body(
     for r in range(max_new_tokens):
         watch = Stopwatch(target.device)
         logits = target.forward(pending.view(1, 1))[0, -1]  # (V,)
+        pos0, mask_s, allowed = -1, 0.0, None
+        if constraint is not None:
+            pos0, mask_s, allowed = constraint.position, constraint.mask_s, constraint.mask().view(1, -1)  # (1, V)
+            logits = constraint.restrict(logits, allowed[0])  # -inf outside the allowed set
         pending, p = next_token(logits, sampling, gen)  # (1,), (V,)
         y = int(pending)
+        if constraint is not None:
+            constraint.consume([y])
         verify_s = watch.lap()
         shown = logits_to_probs(logits, sampling) if sampling.greedy else p  # greedy: show the T = 1 softmax
         yield RoundEvent(
             round=r, drafted=[], q_x=[], p_x=[], uniforms=[], accept_mask=[], n_accepted=0,
             emitted=[y], kinds=["target"], draft_s=0.0, verify_s=verify_s,
             prefill_s=prefill_s if r == 0 else 0.0, p_top=_top(shown.view(1, -1), topk), q_top=[],
-            gamma=0, greedy=sampling.greedy,
+            gamma=0, greedy=sampling.greedy, kv_target=target.cache_len,
+            **(_parser_fields(constraint, (pos0, pos0, constraint.position), allowed, mask_s) if constraint else {}),
         )
         if y in stops:
             return
@@ -272,8 +335,12 @@ def speculative(
     seed: int | None = 0,
     stop_tokens: Sequence[int] = (),
     topk: int = 5,
+    constraint: Constraint | None = None,
+    forget: Forget = NO_BUGS,
 ) -> Iterator[RoundEvent]:
     """Speculative decoding: per round, draft k <= gamma tokens, verify them in one target forward.
+
+    With a constraint, both laws are the masked ones (see the module docstring); ``forget`` demonstrates bugs.
 
     With ``draft_sampling`` None the draft uses the target's settings. Different settings remain exact
     (q is the law actually sampled from: one-hot for a greedy draft) but accept less. Greedy is decided
@@ -288,13 +355,15 @@ def speculative(
         raise ValueError(f"draft vocabulary ({drafter.vocab_size}) differs from the target's ({target.vocab_size})")
     context = min(target.max_seq_len, drafter.max_seq_len)
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(target.device)
+    stops = _stops_and_reset(stop_tokens, constraint, target.vocab_size)
     return _stepwise_inference(_speculative_body(
-        target, drafter, ids, max_new_tokens, gamma, sampling, dsamp, seed, set(stop_tokens), topk))
+        target, drafter, ids, max_new_tokens, gamma, sampling, dsamp, seed, stops, topk, constraint, forget))
 
 
 def _speculative_body(
     target: DecoderLM, drafter: Drafter, ids: torch.Tensor, max_new_tokens: int, gamma: int,
     sampling: SamplingConfig, dsamp: SamplingConfig, seed: int | None, stops: set[int], topk: int,
+    constraint: Constraint | None = None, forget: Forget = NO_BUGS,
 ) -> Iterator[RoundEvent]:
     """The speculative loop (arguments already validated): rounds until max_new_tokens or a stop token."""
     dev = target.device
@@ -305,7 +374,9 @@ def _speculative_body(
     pending, prefill_s = _prefill(target, drafter, ids)
     while produced < max_new_tokens:
         k_max = min(gamma, max_new_tokens - produced - 1)  # never draft past the requested length
-        rd = speculative_round(target, drafter, committed[:n_committed], pending, k_max, sampling, dsamp, gen)
+        mask_s = constraint.mask_s if constraint is not None else 0.0
+        rd = speculative_round(target, drafter, committed[:n_committed], pending, k_max, sampling, dsamp, gen,
+                               constraint, forget)
         v = rd.verdict
         emitted, kinds, stopped = _cut_at_stop(rd.emitted, rd.kinds, stops)
         pending = torch.tensor([v.next_token], dtype=torch.long, device=dev)
@@ -317,10 +388,21 @@ def _speculative_body(
             accept_mask=v.accept_mask, n_accepted=v.n_accepted, emitted=emitted, kinds=kinds,
             draft_s=rd.draft_s, verify_s=rd.verify_s, prefill_s=prefill_s if r == 0 else 0.0,
             p_top=_top(v.p, topk), q_top=_top(rd.q, topk), gamma=gamma, greedy=sampling.greedy,
+            kv_target=target.cache_len, kv_draft=getattr(getattr(drafter, "model", None), "cache_len", -1),
+            **(_parser_fields(constraint, rd.parser, rd.masks, mask_s) if constraint else {}),
         )
         r += 1
         if stopped:
             return
+
+
+def _parser_fields(
+    constraint: Constraint, parser: tuple[int, int, int], masks: torch.Tensor | None, mask_s0: float
+) -> dict:
+    """RoundEvent fields of a constrained round: parser positions, allowed-set sizes, mask time."""
+    sizes = masks.sum(-1).tolist() if masks is not None else []
+    return {"parser_before": parser[0], "parser_drafted": parser[1], "parser_after": parser[2],
+            "mask_sizes": sizes, "mask_s": constraint.mask_s - mask_s0}
 
 
 def _stepwise_inference(body: Iterator[RoundEvent]) -> Iterator[RoundEvent]:

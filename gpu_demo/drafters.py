@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from numpy.lib.stride_tricks import sliding_window_view
 
+from gpu_demo.constraints import Constraint
 from gpu_demo.models.base import DecoderLM
 from gpu_demo.sampler import SamplingConfig, next_token
 
@@ -50,7 +51,12 @@ class Drafter(ABC):
     def propose(
         self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None
     ) -> Draft:
-        """Up to gamma tokens continuing ``context`` (all committed ids, (n,)); greedy sampling -> argmax."""
+        """Up to gamma tokens continuing ``context`` (all committed ids, (n,)); greedy sampling -> argmax.
+
+        Drafters that support constrained decoding take a keyword ``constraint`` (a Constraint at the
+        committed position): each drafted token is allowed by the mask of its prefix, q is the masked law,
+        and the constraint is left advanced past the k drafted tokens. The engine passes it only when set.
+        """
 
     @abstractmethod
     def commit(self, n_accepted: int, next_token: int) -> None:
@@ -79,14 +85,29 @@ class ModelDrafter(Drafter):
         self._pending = prompt[-1:]
 
     def propose(
-        self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None
+        self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None,
+        constraint: Constraint | None = None,
     ) -> Draft:
-        """gamma draws x_i ~ q_i = the draft's law given the committed context and x_<i (one-hot if greedy)."""
+        """gamma draws x_i ~ q_i = the draft's law given the committed context and x_<i (one-hot if greedy).
+
+        With a constraint, q_i is the law of the masked logits; drafting stops early once the text is finished
+        or when the draft gives no allowed token any probability (the target then supplies the token).
+        """
         self._base = self.model.cache_len
         feed = self._pending.view(1, -1)  # (1, 1) or (1, 2) after a full acceptance (the catch-up)
         toks, qs = [], []
         for _ in range(gamma):
-            x, q = next_token(self.model.forward(feed)[0, -1], sampling, generator)  # (1,), (V,)
+            if constraint is not None and constraint.finished:
+                break  # only the end token can follow: the target's bonus position supplies it
+            logits = self.model.forward(feed)[0, -1]  # (V,)
+            if constraint is not None:
+                logits = constraint.restrict(logits)  # the mask of the prefix committed + x_<i
+                if not bool(logits.isfinite().any()):  # no allowed token in the draft's support (a shortlist head)
+                    self.model.rollback(self.model.cache_len - feed.shape[1])  # as if this step never ran
+                    break
+            x, q = next_token(logits, sampling, generator)  # (1,), (V,)
+            if constraint is not None:
+                constraint.consume(x)
             toks.append(x)
             qs.append(q)
             feed = x.view(1, 1)
@@ -164,10 +185,16 @@ class LookupDrafter(Drafter):
         """Nothing to prefill: the context is searched afresh each round."""
 
     def propose(
-        self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None
+        self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None,
+        constraint: Constraint | None = None,
     ) -> Draft:
-        """k <= gamma tokens continuing the latest match; q_i = one-hot(x_i), whatever the sampling settings."""
+        """k <= gamma tokens continuing the latest match; q_i = one-hot(x_i), whatever the sampling settings.
+
+        With a constraint, the proposal stops before its first token that the constraint does not allow.
+        """
         ids = propose_ids(context.cpu().numpy(), gamma, self.max_ngram, self.min_ngram)
+        if constraint is not None:
+            ids = ids[: constraint.consume_allowed(ids.tolist())]
         tokens = torch.from_numpy(ids).to(context.device)  # (k,)
         q = one_hot_q(tokens, self.vocab_size)  # (k, V)
         return Draft(tokens, q)

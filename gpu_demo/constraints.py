@@ -1,0 +1,339 @@
+"""Constrained decoding: an llguidance matcher over the model's own tokenizer, as one small object.
+
+A :class:`Constraint` holds the parser state of one request. At its current ``position`` (tokens consumed
+since the start of the constrained text) it gives the allowed-token ``mask``; ``consume`` advances it,
+``rollback(n)`` undoes the last n tokens. The requested law at a position is the processed law of the
+*masked* logits (-inf outside the allowed set): with temperature only, that is the target's law restricted
+to the allowed tokens and renormalised, sum_{x in A} p(x) = 1. Top-k and top-p then act within the allowed set.
+
+Speculative decoding keeps that law exactly when (i) the draft samples from its own masked law, which is
+the q the rule uses, advancing the matcher one drafted token at a time; (ii) the target's law at each
+drafted position is masked with the mask of that position's own prefix (the masks the draft used, kept here
+by position so nothing is computed twice); (iii) after the verdict the matcher rolls back to the accepted
+prefix and consumes the correction or bonus. Forgetting (iii) leaves the rejected drafts in the parser.
+
+The constraint engine is llguidance (regexes, JSON schemas, Lark grammars); nothing here parses text. The
+constrained text ends with the tokenizer's end token: SmolLM2's ``<|im_end|>``; for the character pair,
+whose alphabet has no end-of-text symbol, the newline plays that part (so a constrained text is one line).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+KINDS = ("regex", "json", "lark")
+END_PIECE = b"\xff<|end|>"  # llguidance's marker byte 0xFF: a special token, never produced by text
+JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+KEEP_MASKS = 64  # masks kept behind the current position (a round rolls back at most gamma <= 16)
+_LLTOKENIZERS: dict[int, tuple[object, object]] = {}  # id(tokenizer) -> (tokenizer, LLTokenizer)
+
+
+class ConstraintError(ValueError):
+    """A constraint that cannot be used: invalid source, violated by the prompt, allowing nothing, or refused."""
+
+
+# ------------------------------------------------------------------------------------------- tokenizers
+
+
+class _PiecesTokenizer:
+    """The duck type llguidance.TokenizerWrapper reads: one byte string per token id, an end token, encode()."""
+
+    def __init__(self, pieces: list[bytes], end_token: int, encode) -> None:
+        self.tokens = pieces
+        self.eos_token_id = end_token
+        self.bos_token_id = None
+        self.special_token_ids = [end_token]
+        self._encode = encode
+
+    def __call__(self, text: str | bytes) -> list[int]:
+        return self._encode(text.decode("utf-8") if isinstance(text, bytes) else text)
+
+
+def char_lltokenizer(chars: str, end_token: int, encode=None):
+    """An llguidance tokenizer for a character vocabulary: token i is chars[i], except end_token (the end marker)."""
+    from llguidance import LLTokenizer, TokenizerWrapper
+
+    if not 0 <= end_token < len(chars):
+        raise ConstraintError(f"end token {end_token} is outside the vocabulary [0, {len(chars)})")
+    index = {ch: i for i, ch in enumerate(chars)}
+    pieces = [END_PIECE if i == end_token else ch.encode("utf-8") for i, ch in enumerate(chars)]
+    enc = encode or (lambda text: [index[ch] for ch in text if ch in index])
+    return LLTokenizer(TokenizerWrapper(_PiecesTokenizer(pieces, end_token, enc)))
+
+
+def lltokenizer_for(tokenizer) -> tuple[object, int]:
+    """(llguidance tokenizer, end token id) for a gpu_demo tokenizer; built once per tokenizer object (~0.5 s BPE).
+
+    SmolLM2's ``tokenizers`` tokenizer is saved to the JSON llguidance reads, with its end-of-turn token as the
+    end; a CharTokenizer maps each character to its byte string, the newline being the end marker.
+    """
+    hit = _LLTOKENIZERS.get(id(tokenizer))
+    if hit is not None and hit[0] is tokenizer:
+        llt = hit[1]
+    elif hasattr(tokenizer, "tk") and hasattr(tokenizer, "eos_token_id"):  # SmolTokenizer (tokenizers.Tokenizer)
+        from llguidance import LLTokenizer
+
+        llt = LLTokenizer(tokenizer.tk.to_str(), n_vocab=tokenizer.vocab_size, eos_token=tokenizer.eos_token_id)
+    elif hasattr(tokenizer, "chars"):  # CharTokenizer
+        if "\n" not in tokenizer.chars:
+            raise ConstraintError("this character vocabulary has no newline to end a constrained text")
+        llt = char_lltokenizer(tokenizer.chars, tokenizer.chars.index("\n"))
+    else:
+        raise ConstraintError(f"constraints need a SmolLM2 or character tokenizer; got {type(tokenizer).__name__}")
+    _LLTOKENIZERS[id(tokenizer)] = (tokenizer, llt)
+    return llt, int(llt.eos_token)
+
+
+# ------------------------------------------------------------------------------------------- the object
+
+
+def _tidy(message: str) -> str:
+    """llguidance's validation message on one line, without caret lines, the echoed grammar and the position."""
+    keep = [ln.strip() for ln in message.splitlines() if ln.strip() and set(ln.strip()) != {"^"} and "|" not in ln[:8]]
+    text = " ".join(keep)
+    return text.split(": ", 1)[1] if text.startswith("at ") and ": " in text else text
+
+
+def _first_line(message: str) -> str:
+    """llguidance's error text up to its state dump (the first line), without the '<state>' block."""
+    return message.split("\n<state>", 1)[0].strip().splitlines()[0] if message.strip() else "unknown error"
+
+
+@dataclass
+class Constraint:
+    """One request's parser state: mask at the current position, consume, rollback; masks kept by position.
+
+    ``prefix`` are the prompt tokens that belong to the constrained text (the whole prompt for a raw text
+    continuation, none for a chat reply); :meth:`reset` consumes them. ``position`` counts tokens consumed
+    after the prefix. ``mask_s``/``n_masks`` accumulate the time and number of mask computations.
+    """
+
+    matcher: object  # llguidance.LLMatcher
+    vocab_size: int
+    end_token: int
+    kind: str
+    source: str
+    prefix: tuple[int, ...] = ()
+    position: int = 0
+    mask_s: float = 0.0
+    n_masks: int = 0
+    _masks: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
+    _bits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32), repr=False)
+
+    def __post_init__(self) -> None:
+        self._bits = np.full((1, (self.vocab_size + 31) // 32), -1, dtype=np.int32)  # llguidance's bitmask layout
+        self._pristine = self.matcher.deep_copy()  # an error state is sticky: reset() starts from this copy
+        self.reset()
+
+    # -- state
+    def reset(self) -> None:
+        """Back to the start of the constrained text, then consume the prefix; ConstraintError if it cannot."""
+        if self.matcher.is_error():
+            self.matcher = self._pristine.deep_copy()
+        self.matcher.reset()
+        self._masks.clear()
+        self.position = 0
+        if self.prefix and not self.matcher.consume_tokens(list(self.prefix)):
+            error = _first_line(self.matcher.get_error())
+            raise ConstraintError(f"the prompt already violates the constraint: {error}")
+        self.position = 0
+
+    @property
+    def finished(self) -> bool:
+        """The text is complete: nothing but the end token can follow (or the matcher is in an error state)."""
+        return bool(self.matcher.is_stopped())
+
+    def mask(self) -> torch.Tensor:
+        """Allowed tokens at the current position, bool (V,) on the CPU; computed once per position and prefix."""
+        hit = self._masks.get(self.position)
+        if hit is not None:
+            return hit
+        t0 = time.perf_counter()
+        self.matcher.unsafe_compute_mask_ptr(self._bits.ctypes.data, self._bits.nbytes)
+        bits = np.unpackbits(self._bits.view(np.uint8), bitorder="little")[: self.vocab_size]
+        allowed = torch.from_numpy(bits.astype(np.bool_))  # (V,)
+        self.mask_s += time.perf_counter() - t0
+        self.n_masks += 1
+        self._masks[self.position] = allowed
+        return allowed
+
+    def masks(self, start: int) -> torch.Tensor:
+        """Masks at positions start..position (each of its own prefix), bool (position - start + 1, V)."""
+        return torch.stack([self._masks[i] for i in range(start, self.position)] + [self.mask()])
+
+    def allows(self, token: int) -> bool:
+        """Whether token is allowed at the current position."""
+        return bool(self.mask()[int(token)])
+
+    def consume(self, tokens: Sequence[int] | torch.Tensor) -> None:
+        """Advance by tokens (each must be allowed); ConstraintError with the matcher's message otherwise."""
+        for tok in torch.as_tensor(tokens).view(-1).tolist():
+            for pos in [p for p in self._masks if p > self.position or p < self.position - KEEP_MASKS]:
+                del self._masks[pos]  # after here: another prefix's; long before: never needed again
+            if not self.matcher.consume_token(int(tok)):
+                raise ConstraintError(f"the parser refused token {tok}: {_first_line(self.matcher.get_error())}")
+            self.position += 1
+
+    def consume_allowed(self, tokens: Sequence[int]) -> int:
+        """Consume the longest allowed prefix of tokens; returns its length (a deterministic draft's truncation)."""
+        n = 0
+        for tok in tokens:
+            if self.finished or not self.allows(tok):
+                break
+            self.consume([tok])
+            n += 1
+        return n
+
+    def rollback(self, n: int) -> None:
+        """Undo the last n consumed tokens (0 <= n <= position); masks up to the new position stay valid."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.position:
+            raise ValueError(f"parser rollback must be an integer in [0, {self.position}]; got {n!r}")
+        if n and not self.matcher.rollback(n):
+            raise ConstraintError(f"the parser could not roll back {n} tokens: {_first_line(self.matcher.get_error())}")
+        self.position -= n
+
+    # -- laws
+    def restrict(self, logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """logits with -inf outside the allowed set: (..., V); mask defaults to the current position's."""
+        allowed = (self.mask() if mask is None else mask).to(logits.device)
+        return logits.masked_fill(~allowed, float("-inf"))
+
+    # -- checks
+    def check(self, ids: Sequence[int]) -> tuple[str, str]:
+        """Does the prefix + ids satisfy the constraint? ('complete' | 'unfinished' | 'violated', detail).
+
+        Uses a fresh copy of the matcher, so the request's own state is untouched. The end token, if present,
+        ends the text; 'unfinished' means valid so far but cut before the end (e.g. at max_new_tokens).
+        """
+        m = self.matcher.deep_copy()
+        m.reset()
+        m.consume_tokens(list(self.prefix))
+        ids = [int(t) for t in ids]
+        for i, tok in enumerate(ids):
+            if not m.consume_token(tok):
+                return "violated", f"token {i} ({tok}) is not allowed: {_first_line(m.get_error())}"
+            if tok == self.end_token:
+                return ("complete", "") if m.is_accepting() else ("violated", "ended before the text was complete")
+        return ("complete", "") if m.is_stopped() and m.is_accepting() else ("unfinished", "valid so far, not ended")
+
+    def describe(self) -> str:
+        """Short label, e.g. 'regex \\d{4}-\\d{2}-\\d{2}'."""
+        src = self.source if len(self.source) <= 60 else self.source[:57] + "..."
+        return f"{self.kind} {src}"
+
+
+# --------------------------------------------------------------------------------------------- builders
+
+
+def _grammar(kind: str, source: str | dict) -> str:
+    """llguidance grammar text for a regex, a JSON schema (text or dict) or a Lark grammar; ConstraintError if bad."""
+    from llguidance import LLMatcher
+
+    if kind not in KINDS:
+        raise ConstraintError(f"constraint kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    if isinstance(source, str) and not source.strip():
+        raise ConstraintError(f"the {kind} is empty")
+    if kind == "regex":
+        return LLMatcher.grammar_from_regex(source)
+    if kind == "lark":
+        return LLMatcher.grammar_from_lark(source)
+    if isinstance(source, str):
+        try:
+            source = json.loads(source)
+        except json.JSONDecodeError as exc:
+            raise ConstraintError(f"the JSON schema is not valid JSON: {exc}") from None
+    if not isinstance(source, dict):
+        raise ConstraintError(f"a JSON schema must be a JSON object; got {type(source).__name__}")
+    try:
+        return LLMatcher.grammar_from_json_schema(source, defaults=JSON_OPTIONS)
+    except ValueError as exc:
+        raise ConstraintError(f"the JSON schema was refused: {exc}") from None
+
+
+def build(
+    kind: str, source: str | dict, tokenizer, vocab_size: int | None = None, prefix: Sequence[int] = ()
+) -> Constraint:
+    """A Constraint from a regex, JSON schema or Lark grammar over `tokenizer`, its prefix consumed.
+
+    ConstraintError (a ValueError) with a plain message when the source is invalid, the prefix (the prompt's
+    constrained part) already violates it, or it allows no text at all after the prefix.
+    """
+    from llguidance import LLMatcher
+
+    grammar = _grammar(kind, source)
+    llt, end = lltokenizer_for(tokenizer)
+    error = LLMatcher.validate_grammar(grammar, llt)
+    if error:
+        raise ConstraintError(f"invalid {kind}: {_tidy(error)}")
+    text = source if isinstance(source, str) else json.dumps(source)
+    vocab = int(vocab_size if vocab_size is not None else tokenizer.vocab_size)
+    matcher = LLMatcher(llt, grammar, log_level=0)
+    if matcher.is_error():
+        raise ConstraintError(f"invalid {kind}: {_first_line(matcher.get_error())}")
+    c = Constraint(matcher, vocab, end, kind, text, tuple(int(t) for t in prefix))
+    allowed = c.mask()
+    if c.finished or not bool(allowed.clone().index_fill_(0, torch.tensor([end]), False).any()):
+        where = "after the prompt" if prefix else "at all"
+        raise ConstraintError(f"the {kind} allows no text {where} (only the end of the text can follow)")
+    return c
+
+
+def regex(pattern: str, tokenizer, **kw) -> Constraint:
+    """Constraint from a regular expression (the whole constrained text must match it)."""
+    return build("regex", pattern, tokenizer, **kw)
+
+
+def json_schema(schema: str | dict, tokenizer, **kw) -> Constraint:
+    """Constraint from a JSON schema (compact separators ', ' and ': ', no free whitespace)."""
+    return build("json", schema, tokenizer, **kw)
+
+
+def lark(grammar: str, tokenizer, **kw) -> Constraint:
+    """Constraint from a Lark grammar (llguidance's dialect)."""
+    return build("lark", grammar, tokenizer, **kw)
+
+
+# ---------------------------------------------------------------------------------------------- presets
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A ready request: prompt, constraint kind and source."""
+
+    label: str
+    prompt: str
+    kind: str
+    source: str
+
+
+PERSON_SCHEMA = json.dumps({
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 24},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "city": {"type": "string", "maxLength": 24},
+    },
+    "required": ["name", "age", "city"],
+    "additionalProperties": False,
+})
+CHAT_PRESETS = {
+    "json": Preset("a JSON object with a given schema", "Invent a person. Reply in JSON with name, age and city.",
+                   "json", PERSON_SCHEMA),
+    "date": Preset("an ISO date", "On what date did Apollo 11 land on the Moon?", "regex",
+                   r"(19|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"),
+    "three": Preset("a list of exactly three items", "Name three fruits, one per line.", "lark",
+                    'start: item item item\nitem: "- " /[A-Za-z][A-Za-z ]{0,23}/ "\\n"\n'),
+}
+CHAR_PRESETS = {
+    "letters": Preset("only letters, spaces and punctuation", "It is a truth universally acknowledged",
+                      "regex", r"[A-Za-z ,.;:!?'-]*"),
+    "sentence": Preset("a capitalised sentence", "It is a truth universally acknowledged",
+                       "regex", r"[A-Z][A-Za-z ,;'-]*[.!?]"),
+    "no-e": Preset("a lipogram: no letter e", "A dark night in London", "regex", r"[A-DF-Za-df-z ,.;:!?'-]*"),
+}
