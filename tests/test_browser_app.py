@@ -5,7 +5,7 @@ from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
 
 pytestmark = pytest.mark.browser
 
-NAV_PAGES = ["Home", "Algebra", "Roofline", "Proof", "Live decoding", "Interview prep"]
+NAV_PAGES = ["Home", "Algebra", "Roofline", "Proof", "Trees and multi-draft", "Live decoding", "Interview prep"]
 
 
 def test_home_headline_and_every_page(page, streamlit_url):
