@@ -22,6 +22,17 @@ RAW_LOGITS = "raw_logits"
 WRONG_Q = "wrong_q"
 NAIVE_NORMALISATION = "naive_norm"
 
+# When each rule's law is p after all (tests/test_mistakes.py checks every clause against rule_law).
+HARMLESS_WHEN = {
+    CORRECT: "always: it is the exact rule.",
+    RESAMPLE_FROM_P: "only when (p - q)+ = (1 - alpha) p: p == q (nothing is rejected), or disjoint supports "
+                     "(nothing is accepted, and the residual is p itself).",
+    RAW_LOGITS: "only when the request is temperature 1 with no top-k or top-p: the raw law is then p.",
+    WRONG_Q: "only when the draft samples with the target's own settings (the recomputed q is then q), or when "
+             "no draft is ever kept.",
+    NAIVE_NORMALISATION: "whenever p != q; it breaks only when the residual is empty.",
+}
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -36,6 +47,10 @@ class Rule:
     def law(self) -> NDArray[np.float64]:
         """The exact law of the emitted token under this rule."""
         return rule_law(self.q_propose, self.accept, self.residual)
+
+    def kept_rate(self) -> float:
+        """The exact share of proposals kept, sum_x q_propose(x) accept(x) (alpha for the correct rule)."""
+        return float(np.sum(self.q_propose * self.accept))
 
     def is_defined(self) -> bool:
         """False when the rule's residual is NaN (0/0), so its law is undefined."""
@@ -59,19 +74,21 @@ def resample_from_p_rule(p: ArrayLike, q: ArrayLike) -> Rule:
 
 
 def raw_logits_rule(p_raw: ArrayLike, q: ArrayLike) -> Rule:
-    """Mistake: verify against the raw target logits' softmax p_raw, not the requested law. Emits p_raw."""
+    """Mistake: verify against the raw target logits' softmax p_raw, not the requested law. Emits p_raw;
+    keeps sum min(p_raw, q), which can exceed alpha (a wrong verifier can keep more drafts)."""
     pr, qa = check_pair(p_raw, q)
     return Rule(RAW_LOGITS, "Mistake: verify against raw target logits", qa, _accept(pr, qa), _residual(pr, qa))
 
 
 def wrong_q_rule(p: ArrayLike, q_true: ArrayLike, q_claimed: ArrayLike) -> Rule:
-    """Mistake: draft samples from q_true but the verifier uses q_claimed in the ratio and the residual.
-    Law q_true min(1, p/q_claimed) + (1 - kept mass) (p - q_claimed)+ / ||.||."""
+    """Mistake: the draft samples from q_true (its own settings) but the verifier uses q_claimed (typically the
+    draft logits under the target's settings) in the ratio and the residual.
+    Law q_true min(1, p/q_claimed) + (1 - kept mass) (p - q_claimed)+ / ||.||; exact when q_claimed = q_true."""
     pa, qt = check_pair(p, q_true)
     _, qc = check_pair(p, q_claimed)
     # where q_claimed = 0 but the token was proposed, p/0 = inf keeps it (if p > 0)
     accept = np.where(qc > 0, _accept(pa, qc), (pa > 0).astype(np.float64))
-    return Rule(WRONG_Q, "Mistake: q is not the law the draft sampled from", qt, accept, _residual(pa, qc))
+    return Rule(WRONG_Q, "Mistake: q recomputed with the target's settings", qt, accept, _residual(pa, qc))
 
 
 def naive_normalisation_rule(p: ArrayLike, q: ArrayLike) -> Rule:
@@ -85,7 +102,7 @@ def naive_normalisation_rule(p: ArrayLike, q: ArrayLike) -> Rule:
 
 def all_rules(p: ArrayLike, q: ArrayLike, p_raw: ArrayLike, q_claimed: ArrayLike) -> list[Rule]:
     """The correct rule and the four mistakes for one case: p requested, q sampled, p_raw the raw-logit
-    target law, q_claimed the law a careless verifier believes the draft used."""
+    target law, q_claimed the draft logits under the target's sampling settings (the wrong q)."""
     return [
         correct_rule(p, q),
         resample_from_p_rule(p, q),
@@ -106,7 +123,8 @@ class RuleCheck:
     max_error: float                 # max_x |law(x) - p(x)| (NaN if undefined)
     tv_to_p: float                   # TV(law, p) (NaN if undefined)
     empirical: NDArray[np.float64]   # (V,) frequencies of the n draws
-    kept: float                      # fraction of proposals kept
+    kept: float                      # fraction of the n proposals kept (sampled)
+    kept_exact: float                # sum_x q_propose(x) accept(x): the exact share kept
     stat: float                      # chi-square statistic of the draws against p
     dof: int
     p_value: float
@@ -123,4 +141,4 @@ def check_rule(rule: Rule, p: ArrayLike, n: int, seed: int = 0) -> RuleCheck:
     counts = np.bincount(tokens, minlength=pa.size)
     stat, dof, p_value = chi_square_gof(counts, pa)
     return RuleCheck(rule.name, rule.label, rule.is_defined(), law, max_error, tv,
-                     counts / counts.sum(), float(kept.mean()), stat, dof, p_value)
+                     counts / counts.sum(), float(kept.mean()), rule.kept_rate(), stat, dof, p_value)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from specdec_core import mistakes as mk
 from specdec_core import proof_cases as pc
 from specdec_core.mistakes import all_rules
+from specdec_core.multiposition import markov_example, position_alphas
 from specdec_core.rejection import acceptance_rate, total_variation
 
 PAGE = "views/proof.py"
@@ -144,7 +146,90 @@ def test_exhaustive_check_and_identical_draft_are_shown(app_test):
     assert _metric(at, "identical draft p = q = [1, 0]: emitted") == "[1, 0]"
     assert _metric(at, "identical draft: alpha") == "1"
     assert float(_metric(at, "max |emitted joint - target joint|")) < 1e-15
-    from specdec_core.multiposition import markov_example, position_alphas
     a1, _ = position_alphas(*markov_example(3, 0, conc=0.5))
     assert any(f"alpha_1 = {a1:.3f}" in c.value for c in at.caption)
     assert at.latex, "the explanation's formulas are missing"
+
+
+# ------------------------------------------------------------ issue 16 ----
+BIASED = ("resample_p", "raw_logits", "wrong_q")
+
+
+def _rows(at) -> dict[str, dict[str, str]]:
+    """The sampling table, one dict per rule, keyed by rule name."""
+    table = at.dataframe[0].value
+    names = {r.label: r.name for r in all_rules([1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0])}
+    return {names[row["rule"]]: row for _, row in table.iterrows()}
+
+
+@pytest.mark.parametrize("query", [{}, {"preset": "logits"}], ids=["page defaults", "from-logits defaults"])
+def test_each_biased_mistake_shows_its_bias_at_the_defaults(app_test, query):
+    """At the defaults (the from-logits draft at T = 1, untruncated) wrong q read TV 0.0000 'consistent with p'."""
+    at = app_test(PAGE, **query)
+    _ok(at)
+    rows = _rows(at)
+    assert rows["correct"]["verdict at 0.001"] == "consistent with p"
+    for name in BIASED:
+        assert rows[name]["verdict at 0.001"] == "rejects p", name
+        assert float(rows[name]["TV(law, p)"]) > 0.03, (name, rows[name]["TV(law, p)"])
+
+
+@pytest.mark.parametrize("mistake", ["correct", *BIASED, "naive_norm"])
+def test_each_rule_says_when_it_is_harmless(app_test, mistake):
+    at = app_test(PAGE, mistake=mistake, n=FAST)
+    _ok(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert f"*Harmless {mk.HARMLESS_WHEN[mistake]}*" in text
+
+
+def test_naive_normalisation_shows_its_0_over_0_at_the_defaults(app_test):
+    at = app_test(PAGE, mistake="naive_norm", n=FAST)
+    _ok(at)
+    assert any("NaN in 10 of 10 entries" in c.value for c in at.caption)
+
+
+def test_resample_from_p_is_exactly_two_minus_alpha_p(app_test):
+    at = app_test(PAGE, n=FAST)                                      # resample_p is the default mistake
+    text = " ".join(m.value for m in at.markdown)
+    assert "exactly (2 - alpha) p" in text and "about (2 - alpha)" not in text
+
+
+def test_a_wrong_verifier_can_keep_more_drafts(app_test):
+    at = app_test(PAGE, n=FAST)
+    _ok(at)
+    case = pc.default_logits_case()
+    rules = {r.name: r for r in all_rules(case.p, case.q, case.p_raw, case.q_claimed)}
+    ok, raw = rules["correct"].kept_rate(), rules["raw_logits"].kept_rate()
+    assert (round(ok, 3), round(raw, 3)) == (0.789, 0.879)           # the reviewer's 0.789 vs 0.880 (sampled)
+    info = " ".join(i.value for i in at.info)
+    assert f"it keeps {raw:.3f} against the correct {ok:.3f}" in info and "look better" in info
+    logits = _rows(app_test(PAGE, preset="logits"))
+    assert float(logits["raw_logits"]["kept, exact"]) > float(logits["correct"]["kept, exact"])
+    assert logits["raw_logits"]["kept, sampled"] == "0.880"            # n = 100,000, seed 0
+
+
+def test_the_seed_loop_shows_the_seeds_number(app_test):
+    at = app_test(PAGE, n=FAST)
+    _ok(at)
+    assert _metric(at, "max |emitted - p|, seed's loop") == "3.3e-16"     # the seed prints 3.3e-16
+    caption = " ".join(c.value for c in at.caption)
+    assert "integers(2, 50), then p ~ Dirichlet(1), then q ~ Dirichlet(0.3)" in caption
+    assert "another seed, generator or order of draws" in caption and "gives 2.2e-16" in caption
+
+
+def test_the_rule_is_attributed(app_test):
+    at = app_test(PAGE, n=FAST)
+    caption = " ".join(c.value for c in at.caption)
+    assert "Leviathan" in caption and "ICML 2023" in caption and "Chen et al." in caption and "(2023)" in caption
+
+
+def test_per_prefix_alpha_2_is_combined_into_one(app_test):
+    at = app_test(PAGE, n=FAST, mseed="3")
+    _ok(at)
+    ex = markov_example(3, 3, conc=0.5)
+    _, per_prefix = position_alphas(*ex)
+    t = pc.two_position_tokens(*ex, per_prefix)
+    latex = " ".join(x.value for x in at.latex)
+    assert f"={t['alpha_2']:.4f}" in latex and f"={t['tokens']:.4f}" in latex
+    assert t["tokens"] == pytest.approx(t["tokens_enumerated"], abs=1e-12)
+    assert any(f"E[N] = {t['tokens_enumerated']:.4f}" in c.value for c in at.caption)

@@ -210,7 +210,9 @@ def test_raw_logits_mistake_emits_the_raw_law_and_wrong_q_matches_its_formula():
     case = _case()
     np.testing.assert_allclose(raw_logits_rule(case.p_raw, case.q).law(), case.p_raw, atol=1e-15)
     rule = wrong_q_rule(case.p, case.q, case.q_claimed)
-    a = np.minimum(1.0, case.p / case.q_claimed)
+    assert np.any(case.q_claimed == 0)                                  # the target's top-p zeroes the wrong q
+    with np.errstate(divide="ignore", invalid="ignore"):                # where it is 0: p/0 keeps if p > 0
+        a = np.where(case.q_claimed > 0, np.minimum(1.0, case.p / case.q_claimed), case.p > 0)
     r = np.maximum(case.p - case.q_claimed, 0.0)
     expected = case.q * a + (1 - (case.q * a).sum()) * r / r.sum()
     np.testing.assert_allclose(rule.law(), expected, atol=1e-15)
@@ -307,3 +309,59 @@ def test_exact_law_identity_for_arbitrary_pairs(wp, same, data):
         law, alpha = emitted_distribution(p, q)
     np.testing.assert_allclose(law, p, atol=4e-16)
     assert abs(alpha - (1.0 - total_variation(p, q))) < 1e-15
+
+
+# ------------------------------------------------ the seed's own loop, exactly ----
+def _seed_emitted_distribution(p, q):
+    """The seed document's function, verbatim in its arithmetic."""
+    accept = np.minimum(p, q)
+    alpha = accept.sum()
+    resid = np.maximum(p - q, 0.0)
+    if resid.sum() > 0:
+        resid = resid / resid.sum()
+    return accept + (1 - alpha) * resid, alpha
+
+
+def test_seed_loop_reproduces_the_seeds_printed_number():
+    """The seed's loop (its generator, its order of draws) run with the seed's own function and with the core's
+    emitted_distribution meets the same worst pair: 3.3e-16, as the seed prints. The batched variant draws other
+    pairs (gamma variates, padded) and meets 2.2e-16: the number depends on the pairs, not on the rule."""
+    from specdec_core.proof_cases import seed_loop_check
+
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(10_000):
+        V = rng.integers(2, 50)
+        p, q = rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V) * 0.3)
+        out, alpha = _seed_emitted_distribution(p, q)
+        assert abs(alpha - (1 - 0.5 * np.abs(p - q).sum())) < 1e-12
+        worst = max(worst, np.abs(out - p).max())
+    got = seed_loop_check(10_000, seed=0)
+    assert got["max_law_error"] == worst
+    assert f"{got['max_law_error']:.1e}" == "3.3e-16"
+    assert got["max_alpha_error"] < 1e-12
+    assert f"{exhaustive_check(*random_pairs(10_000, seed=0)[:2])['max_law_error']:.1e}" == "2.2e-16"
+
+
+def test_per_prefix_alpha_2_combine_into_the_alpha_2_of_expected_tokens():
+    """alpha_2 = sum_x1 min(p1, q1)(x1) alpha_2(x1) / alpha_1, and 1 + alpha_1 + alpha_1 alpha_2 equals E[N]
+    enumerated over every draft path of the round, and a Monte Carlo of the real rule."""
+    from specdec_core.proof_cases import two_position_tokens
+
+    for seed in range(6):
+        p1, P2, q1, Q2 = markov_example(3, seed, conc=0.5)
+        _, per_prefix = position_alphas(p1, P2, q1, Q2)
+        t = two_position_tokens(p1, P2, q1, Q2, per_prefix)
+        assert t["tokens"] == pytest.approx(t["tokens_enumerated"], abs=1e-13)
+        assert t["weights"].sum() == pytest.approx(1.0, abs=1e-13)
+        # Monte Carlo: draft x1 ~ q1, keep w.p. min(1, p1/q1); then x2 ~ Q2[x1], keep w.p. min(1, P2/Q2)
+        rng = np.random.default_rng(seed)
+        n = 200_000
+        x1 = (rng.random(n)[:, None] > np.cumsum(q1)[None, :]).sum(1)
+        keep1 = rng.random(n) < np.minimum(1, p1[x1] / q1[x1])
+        u = rng.random(n)[:, None] > np.cumsum(Q2[x1], axis=1)
+        x2 = u.sum(1)
+        keep2 = keep1 & (rng.random(n) < np.minimum(1, P2[x1, x2] / Q2[x1, x2]))
+        tokens = 1 + keep1 + keep2
+        assert abs(tokens.mean() - t["tokens"]) < 5 * tokens.std() / np.sqrt(n)
+        assert abs(keep2.sum() / keep1.sum() - t["alpha_2"]) < 5 * np.sqrt(0.25 / keep1.sum())

@@ -7,9 +7,10 @@ import time
 import numpy as np
 import streamlit as st
 
+from specdec_core import mistakes as mk
 from specdec_core import proof_cases as pc
 from specdec_core.mistakes import NAIVE_NORMALISATION, RuleCheck, all_rules, check_rule
-from specdec_core.multiposition import two_position_check
+from specdec_core.multiposition import markov_example, two_position_check
 from specdec_core.rejection import MAX_DRAWS, check_pair, decomposition, emitted_distribution
 from ui import proof_figures as figs
 from ui.controls import bound_radio, bound_select, bound_text, slider_input
@@ -20,12 +21,12 @@ MISTAKES = ["correct", "resample_p", "raw_logits", "wrong_q", "naive_norm"]
 SOURCE_HELP = "; ".join(f"{k}: {v}" for k, v in SOURCES.items())
 WHAT_IT_SHOWS = {
     "correct": "The draws match p: the chi-square test finds nothing.",
-    "resample_p": "Rejected mass is refilled in proportion to p, so tokens where q > p get their share "
-                  "twice: the law is min(p, q) + (1 - alpha) p, about (2 - alpha) p there.",
+    "resample_p": "Rejected mass is refilled in proportion to p, so a token where q >= p gets p from acceptance "
+                  "and (1 - alpha) p again from the resample: exactly (2 - alpha) p. The other tokens fall short.",
     "raw_logits": "The ratio and the residual use softmax of the raw target logits, so the output follows "
                   "that law instead: the requested temperature and truncation are silently dropped.",
-    "wrong_q": "The draft really sampled from q, but the verifier divides by (and subtracts) a different q, "
-               "so the accept probabilities and the residual no longer cancel.",
+    "wrong_q": "The draft sampled from q with its own settings, but the verifier recomputes q from the draft's "
+               "logits with the target's settings, so the accept probabilities and the residual no longer cancel.",
     "naive_norm": "(p - q)+ / sum (p - q)+ with no guard. With a non-empty residual it is the correct "
                   "rule; when p == q it computes 0/0 = NaN.",
 }
@@ -49,8 +50,14 @@ def sampled_checks(p: np.ndarray, q: np.ndarray, p_raw: np.ndarray, q_claimed: n
 
 
 @st.cache_data
+def seed_loop() -> dict[str, float]:
+    """The seed's own loop over 10,000 Dirichlet pairs, draw for draw."""
+    return pc.seed_loop_check(10_000, seed=0)
+
+
+@st.cache_data
 def exhaustive(n_pairs: int = 10_000) -> dict[str, float]:
-    """The seed's check over 10,000 random Dirichlet pairs in one batched call, with its wall time."""
+    """The same check over 10,000 other random pairs in one batched call, with its wall time."""
     p, q, _ = pc.random_pairs(n_pairs, seed=0)
     start = time.perf_counter()
     result = pc.exhaustive_check(p, q)
@@ -59,8 +66,10 @@ def exhaustive(n_pairs: int = 10_000) -> dict[str, float]:
 
 @st.cache_data
 def two_positions(seed: int) -> dict:
-    """Target joint, enumerated emitted joint, draft joint (V = 3), alpha_1, alpha_2 per prefix, max error."""
-    return two_position_check(3, seed, conc=0.5)
+    """Target joint, enumerated emitted joint, draft joint (V = 3), alpha_1, alpha_2 per prefix, max error,
+    and the per-prefix alpha_2(x1) combined into the single alpha_2 of E[N]."""
+    r = two_position_check(3, seed, conc=0.5)
+    return {**r, "combined": pc.two_position_tokens(*markov_example(3, seed, conc=0.5), r["alpha_2"])}
 
 
 def sampling_settings(who: str, prefix: str, default_t: float) -> tuple[float, int | None, float]:
@@ -80,7 +89,7 @@ def controls() -> tuple[str, pc.ProofCase]:
     with left:
         src = bound_select("Case", list(SOURCES), key="preset", default="q_sharper", help=SOURCE_HELP)
         st.caption(SOURCES[src])
-        v = slider_input("vocabulary size V", "vocab", pc.V_MIN, pc.V_MAX, 10, 1) if src != "custom" else None
+        v = slider_input("vocabulary size V", "vocab", pc.V_MIN, pc.V_MAX, pc.LOGITS_V, 1) if src != "custom" else None
     try:
         with right:
             if src == "dirichlet":
@@ -93,24 +102,16 @@ def controls() -> tuple[str, pc.ProofCase]:
                 q = bound_text("q (draft), comma-separated", "q", "0.2, 0.3, 0.5", max_len=4000)
                 return src, pc.case_from_pair(*check_pair(pc.parse_vector(p, "p"), pc.parse_vector(q, "q")))
             if src == "logits":
-                seed = slider_input("seed", "seed", 0, 9999, 0, 1)
-                noise = slider_input(
-                    "draft noise (logit std)",
-                    "noise",
-                    0.0,
-                    5.0,
-                    1.0,
-                    0.1,
-                    "%.1f",
-                    help="Draft logits = target logits + noise x N(0, 1).",
-                )
+                seed = slider_input("seed", "seed", 0, 9999, pc.LOGITS_SEED, 1)
+                noise = slider_input("draft noise (logit std)", "noise", 0.0, 5.0, pc.LOGITS_NOISE, 0.1, "%.1f",
+                                     help="Draft logits = target logits + noise x N(0, 1).")
         if src == "logits":
             z_p, z_q = pc.logits_pair(v, seed, noise)
             tcol, dcol = st.columns(2, gap="large")
             with tcol:
-                target = sampling_settings("Target (the requested law p)", "t", 0.7)
+                target = sampling_settings("Target (the requested law p)", "t", pc.TARGET_T)
             with dcol:
-                draft = sampling_settings("Draft (the law q it samples from)", "d", 1.0)
+                draft = sampling_settings("Draft (the law q it samples from)", "d", pc.DRAFT_T)
             return src, pc.case_from_logits(z_p, z_q, target, draft)
         return src, pc.case_from_pair(*pc.preset_pair(src, v))
     except ValueError as exc:
@@ -163,7 +164,8 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
             "rule": c.label,
             "max |law - p|": "undefined (0/0)" if not c.defined else f"{c.max_error:.2e}",
             "TV(law, p)": "undefined" if not c.defined else f"{c.tv_to_p:.4f}",
-            "kept": f"{c.kept:.3f}",
+            "kept, exact": f"{c.kept_exact:.3f}",
+            "kept, sampled": f"{c.kept:.3f}",
             "chi-square": chi2_text(c),
             "dof": c.dof,
             "p-value": p_value_text(c),
@@ -180,8 +182,9 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
             impossible = "" if np.isfinite(c.stat) else " (a draw landed on a token that p gives probability 0)"
             st.markdown(
                 f"chi-square {chi2_text(c)} on {c.dof} dof{impossible}, **p-value {p_value_text(c)}**. "
-                f"{WHAT_IT_SHOWS[c.name]}"
+                f"{WHAT_IT_SHOWS[c.name]} *Harmless {mk.HARMLESS_WHEN[c.name]}*"
             )
+    kept_twist(checks)
     c = checks[shown]
     if not c.defined:
         st.warning(
@@ -191,29 +194,56 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
             "handed NaN probabilities and fails or emits garbage."
         )
     elif c.name == NAIVE_NORMALISATION:
+        nan = int(np.isnan(mk.naive_normalisation_rule(case.p, case.p).residual).sum())
         st.caption(
-            "The residual is non-empty here, so this rule coincides with the correct one. Pick the case "
-            "'identical' to see it break."
+            f"The residual is non-empty here, so this rule coincides with the correct one. Fed this same p as "
+            f"q (p == q), it divides 0 by 0: its residual is NaN in {nan} of {case.p.size} entries. Pick the "
+            "case 'identical' to see the draws."
         )
-    if src != "logits" and c.name in ("raw_logits", "wrong_q"):
+    if src not in ("logits", "custom") and c.name in ("raw_logits", "wrong_q"):
         st.caption(
-            f"For this mistake a preset's p and q are read as laws at temperature {pc.DEMO_TEMPERATURE}: "
-            f"the raw logits are {pc.DEMO_TEMPERATURE} log p, whose softmax is p^{pc.DEMO_TEMPERATURE} "
-            "renormalised (likewise for q). The from-logits case uses your own settings instead."
+            f"A preset's p is read as the target's law at temperature {pc.TARGET_T} and q as the draft's at "
+            f"{pc.DRAFT_T}: the raw target logits are {pc.TARGET_T} log p (softmax p^{pc.TARGET_T}), and the "
+            f"wrong q is the draft's logits at the target's temperature, q^({pc.DRAFT_T:g}/{pc.TARGET_T}) "
+            "renormalised. The from-logits case uses your own settings instead."
         )
+
+
+@st.cache_data
+def default_kept() -> tuple[float, float]:
+    """Exact kept rates of the correct rule and of the raw-logits verifier at the from-logits defaults."""
+    case = pc.default_logits_case()
+    rules = {r.name: r for r in all_rules(case.p, case.q, case.p_raw, case.q_claimed)}
+    return rules["correct"].kept_rate(), rules["raw_logits"].kept_rate()
+
+
+def kept_twist(checks: dict[str, RuleCheck]) -> None:
+    """A wrong verifier can keep more drafts than the right one: acceptance is no evidence of exactness."""
+    ok, raw = checks["correct"].kept_exact, checks["raw_logits"].kept_exact
+    d_ok, d_raw = default_kept()
+    st.info(
+        f"**A wrong verifier can look better.** Here the correct rule keeps {ok:.3f} of the drafts and the "
+        f"raw-logits verifier {raw:.3f}. In the from-logits case at its defaults (target T {pc.TARGET_T}, draft "
+        f"T {pc.DRAFT_T:g}) it keeps {d_raw:.3f} against the correct {d_ok:.3f}: raw logits are flatter than the "
+        "tempered p, closer to the draft. A higher acceptance rate says nothing about exactness; only the "
+        "law does.", icon=":material/warning:"
+    )
 
 
 def exhaustive_section() -> None:
-    """The seed's 10,000-pair check and the identical-draft edge case, computed live."""
-    r = exhaustive()
+    """The seed's 10,000-pair check (its own loop, then a batched variant) and the identical-draft edge case."""
+    r, b = seed_loop(), exhaustive()
     law, alpha = emitted_distribution([1.0, 0.0], [1.0, 0.0])
     cols = st.columns(3)
     cols[0].metric("random pairs", f"{int(r['pairs']):,}")
-    cols[1].metric("max |emitted - p|", f"{r['max_law_error']:.1e}")
+    cols[1].metric("max |emitted - p|, seed's loop", f"{r['max_law_error']:.1e}", help="The seed prints 3.3e-16.")
     cols[2].metric("max |alpha - (1 - TV)|", f"{r['max_alpha_error']:.1e}")
     st.caption(
-        f"V uniform in 2..49, p ~ Dirichlet(1), q ~ Dirichlet(0.3), seed 0; zero-padded to 49 tokens and "
-        f"computed in one batched call ({r['ms']:.0f} ms here). The errors are floating-point rounding."
+        "The seed's loop exactly: default_rng(0); for each pair V = integers(2, 50), then p ~ Dirichlet(1), then "
+        "q ~ Dirichlet(0.3), each through emitted_distribution. The number is the largest rounding error met, "
+        "about one unit in the last place (2.2e-16 near 1), so it depends on which pairs are drawn: another "
+        f"seed, generator or order of draws gives another. Drawing 10,000 other pairs (gamma variates, "
+        f"zero-padded to 49 tokens) in one batched call ({b['ms']:.0f} ms here) gives {b['max_law_error']:.1e}."
     )
     cols = st.columns(3)
     cols[0].metric("identical draft p = q = [1, 0]: emitted", f"[{law[0]:g}, {law[1]:g}]")
@@ -238,6 +268,24 @@ def multiposition_section() -> None:
         f"Acceptance differs by position and by prefix: alpha_1 = {r['alpha_1']:.3f}, and alpha_2 given "
         f"the first token 0, 1, 2 = {', '.join(f'{a:.3f}' for a in r['alpha_2'])}. A single average rate "
         "hides this."
+    )
+    t = r["combined"]
+    st.markdown(
+        "E[N] needs one alpha_2: the chance the second draft is kept *given the first was kept*. Weight each "
+        "prefix's alpha_2(x1) by the chance that x1 was drafted and kept, min(p1, q1)(x1), out of alpha_1:"
+    )
+    terms = " + ".join(f"{w:.3f}\\times{a:.3f}" for w, a in zip(t["weights"], r["alpha_2"]))
+    st.latex(
+        r"\alpha_2=\sum_{x_1}\frac{\min(p_1,q_1)(x_1)}{\alpha_1}\,\alpha_2(x_1)=" + terms + f"={t['alpha_2']:.4f}"
+    )
+    st.latex(
+        rf"\mathbb{{E}}[N]=1+\alpha_1+\alpha_1\alpha_2=1+{t['alpha_1']:.4f}+{t['alpha_1']:.4f}\times{t['alpha_2']:.4f}"
+        rf"={t['tokens']:.4f}"
+    )
+    st.caption(
+        f"Enumerating every draft path of the round gives E[N] = {t['tokens_enumerated']:.4f}. The plain mean of "
+        f"the alpha_2(x1) ({t['plain_mean']:.4f}) or weighting them by p1 ({t['p1_weighted']:.4f}) would be wrong: "
+        "the second draft is only tried after an accepted first token, whose law is min(p1, q1) / alpha_1."
     )
 
 
@@ -273,6 +321,11 @@ def render() -> None:
     st.markdown(
         "The draft proposes x ~ q. The target keeps x with probability min(1, p(x)/q(x)); otherwise it "
         "draws a replacement from (p - q)+, normalised. Pick a case and watch the two pieces fill p."
+    )
+    st.caption(
+        "The rule is speculative sampling, introduced by Leviathan, Kalman & Matias, \"Fast Inference from "
+        "Transformers via Speculative Decoding\" (ICML 2023), and independently by Chen et al., \"Accelerating "
+        "Large Language Model Decoding with Speculative Sampling\" (2023)."
     )
     src, case = controls()
     st.subheader("1. p, q, and the two pieces of the emitted law")
