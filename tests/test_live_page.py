@@ -65,7 +65,7 @@ def test_short_run_shows_measured_panel_and_race(app_test):
     race = [mk.value for mk in at.markdown if mk.value.startswith("**Predicted**")]
     assert race and f"{m.predicted_speedup:.2f}x" in race[0] and f"{m.measured_speedup:.2f}x" in race[0]
     # Tokens carry the app-wide colour and cue of their kind.
-    html = next(mk.value for mk in at.markdown if 'class="live-tokens"' in mk.value)
+    html = next(h.value for h in at.html if 'class="live-tokens"' in h.value)            # st.html, not Markdown
     kinds = {k for e in rec.events for k in e.kinds}
     for kind in kinds:  # "target": a round that drafted nothing (the run's last token) is a plain target step
         style = TARGET_STYLE if kind == "target" else KIND_STYLE[kind]["colour"]

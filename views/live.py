@@ -102,7 +102,7 @@ def on_round(rec: lr.RunRecord) -> None:
     prog_ph.progress(min(1.0, n / rec.settings.max_new), text=f"speculative: {n} / {rec.settings.max_new} tokens")
     if step_mode:
         return
-    out_ph.markdown(lt.stream_html(rec.settings.prompt, rec.events, piece), unsafe_allow_html=True)
+    out_ph.html(lt.stream_html(rec.settings.prompt, rec.events, piece))  # HTML only: never parsed as Markdown
     with panel_ph.container():
         lp.panel(lp.measure_record(rec), figures=False, key=f"_live{len(rec.events)}")
 
@@ -175,8 +175,7 @@ def show_run(rec: lr.RunRecord) -> Measured:
                            format_func=lambda i: f"position {i + 1}" + (" (correction/bonus)" if i == ev.k else ""))
         st.dataframe(lt.top5_table(ev, int(pos or 0), piece), hide_index=True, key="top5_table")
 
-    out_ph.markdown(lt.stream_html(rec.settings.prompt, shown, piece, show_all_rejected=step_mode),
-                    unsafe_allow_html=True)
+    out_ph.html(lt.stream_html(rec.settings.prompt, shown, piece, show_all_rejected=step_mode))
     with panel_ph.container():
         st.subheader("Measured panel")
         lp.panel(m)

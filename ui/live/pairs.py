@@ -18,6 +18,8 @@ from ui.live.queue import CPU_DECODE_THREADS, TurnQueue
 from ui.live.runner import SharedPair
 
 ASSETS_ENV = "SPECDEC_BUILTIN_ASSETS"  # optional: another directory holding the built-in pair's weights
+WEB_HF_REASON = ("not available on this page: it runs models that the server's operator names, and a web page "
+                 "never chooses which model files the server opens")
 
 
 @st.cache_resource(show_spinner=False)
@@ -47,8 +49,12 @@ def resolve(device: str) -> tuple[str, str | None]:
 
 @st.cache_data(ttl=600, show_spinner=False)
 def pair_status(device: str) -> dict[str, tuple[bool, str]]:
-    """For every registered pair: (can load here, reason if not)."""
-    return {name: gp.availability(name, device) for name in gp.PAIRS}
+    """For every registered pair: (can load here, reason if not). The 'hf' pair loads models named by whoever
+    runs the command-line tool; a web page never chooses which model files the server opens, so it is off here."""
+    status = {name: gp.availability(name, device) for name in gp.PAIRS}
+    if "hf" in status:
+        status["hf"] = (False, WEB_HF_REASON)
+    return status
 
 
 def pair_description(name: str) -> str:

@@ -4,6 +4,10 @@ Each emitted token is a ``<span class="tok tok-<kind>">`` whose colour and text 
 ``ui.theme.KIND_STYLE`` (accepted: underline, rejected: strike-through, correction: overline, bonus:
 double underline), plus a small marker glyph, so the meaning survives greyscale and colour blindness.
 Hovering a token shows its p and q top-5 (the ``title`` attribute).
+
+The box is HTML for st.html, never Markdown: prompt and token text go through ui.safe_text.visible and html.escape, so
+every control character is shown (a newline as a return arrow plus a line break, a carriage return as its
+control picture) and no tag, entity or Markdown construct in a prompt or a token can take effect.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import pandas as pd
 
 from gpu_demo.decode import RoundEvent
 from specdec_core.measure import acceptance_probability
+from ui.safe_text import visible as safe_visible
 from ui.theme import KIND_STYLE
 
 MARKER_GLYPH = {"circle": "\u2022", "x": "\u00d7", "diamond": "\u25c6", "star": "\u2605"}
@@ -24,8 +29,9 @@ TARGET_STYLE = "color:#222222;"
 
 
 def visible(piece: str) -> str:
-    """A token's text made visible: newline as a return arrow plus a line break, tab as an arrow."""
-    return piece.replace("\n", "\u21b5\n").replace("\t", "\u2192")
+    """A token's text made visible: newline as a return arrow plus a line break, tab as an arrow, every other
+    control character as its control picture (ui.safe_text.visible)."""
+    return safe_visible(piece, keep_newline=True)
 
 
 def _decoration(cue: str) -> str:
@@ -53,7 +59,7 @@ def span(text: str, kind: str | None, tip: str = "", marker: bool = False) -> st
     The decoration is the token's non-colour cue; ``marker`` adds the kind's glyph too (the legend uses it;
     in running text one glyph per character would bury the text).
     """
-    body = html.escape(visible(text))
+    body = html.escape(visible(text), quote=True)
     title = f' title="{html.escape(tip, quote=True)}"' if tip else ""
     if kind in KIND_STYLE:
         glyph = MARKER_GLYPH.get(KIND_STYLE[kind]["marker"], "") if marker else ""
