@@ -112,3 +112,37 @@ def test_committed_draft_metadata_matches_its_weights() -> None:
     loss = held_out_loss(draft, val_ids, meta["train"]["seq_len"])
     assert loss == pytest.approx(meta["held_out_nats_per_char"], abs=2e-4)
     assert loss < 1.35  # still a language model of the text, not only of the target
+
+
+def test_fit_equals_a_hand_written_loop() -> None:
+    """training.loop.fit takes exactly the steps of the plain AdamW loop it replaced (same weights after 12 steps)."""
+    from gpu_demo.training.loop import fit
+
+    def model_and_opt():
+        torch.manual_seed(0)
+        m = torch.nn.Linear(5, 3)
+        return m, torch.optim.AdamW(m.parameters(), lr=0.1)
+
+    x = torch.randn(12, 8, 5, generator=torch.Generator().manual_seed(1))  # (steps, B, d)
+    y = torch.randint(0, 3, (12, 8), generator=torch.Generator().manual_seed(2))  # (steps, B)
+    schedule = lambda step: lr_cosine(step, 12, 0.1, 0.01, warmup=3)  # noqa: E731
+
+    ref, opt = model_and_opt()
+    for step in range(12):
+        for g in opt.param_groups:
+            g["lr"] = schedule(step)
+        loss = torch.nn.functional.cross_entropy(ref(x[step]), y[step])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(ref.parameters(), 1.0)
+        opt.step()
+
+    m, opt = model_and_opt()
+    seen = []
+    res = fit(m.parameters(), opt, lambda step: torch.nn.functional.cross_entropy(m(x[step]), y[step]), 12,
+              schedule, evaluate=lambda pr: seen.append(pr.step) or {"step": pr.step},
+              eval_due=lambda step: (step + 1) % 5 == 0)
+    assert seen == [5, 10, 12] and [e["step"] for e in res.log] == [5, 10, 12]
+    for a, b in zip(ref.parameters(), m.parameters()):
+        assert torch.equal(a, b)
+    assert math.isfinite(res.loss_ema)

@@ -27,6 +27,7 @@ from gpu_demo.models.char import (
 )
 from gpu_demo.training.corpus import ASSETS, load_books, train_val_split
 from gpu_demo.training.distill import distill, lr_cosine
+from gpu_demo.training.loop import Progress, fit
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,6 @@ def train_one(
     after that many steps (reproduces a run that was cut short; its metadata says so). A preset with a
     ``teacher`` then runs ``distill_steps`` (default: the preset's) of distillation on that saved model.
     """
-    from tqdm import tqdm
 
     arch, tcfg = PRESETS[name]
     arch = dict(arch)
@@ -178,38 +178,27 @@ def train_one(
     )
     log: list[dict] = []
     t0 = time.perf_counter()
-    ema = None
     n_run = tcfg.steps if stop_after is None else min(stop_after, tcfg.steps)
-    bar = tqdm(range(n_run), desc=f"train {name} ({model.num_params() / 1e6:.2f}M params)", mininterval=2.0)
-    for step in bar:
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, tcfg)
-        x, y = random_batch(train_ids, batch_shape(step, tcfg), gen)
-        loss = F.cross_entropy(model.forward_train(x).flatten(0, 1), y.flatten())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trained.parameters(), 1.0)
-        opt.step()
-        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
-        bar.set_postfix(loss=f"{ema:.3f}")
-        if (step + 1) % tcfg.eval_every == 0 or step + 1 == n_run:
-            val = held_out_loss(model, val_ids, tcfg.seq_len, max_chars=tcfg.eval_batches * 32 * tcfg.seq_len)
-            log.append(
-                {
-                    "step": step + 1,
-                    "train_loss_ema": round(ema, 4),
-                    "val_loss_sample": round(val, 4),
-                    "elapsed_s": round(time.perf_counter() - t0, 1),
-                }
-            )
-            bar.write(f"[{name}] step {step + 1}: train {ema:.4f}  held-out(sample) {val:.4f} nats/char")
-            if step + 1 < n_run and checkpoint_dir is not None:  # a partial model, overwritten at the end
-                save_char_model(
-                    trained,
-                    checkpoint_dir,
-                    f"{name}.partial",
-                    {"name": name, "vocab": vocab.chars, "partial_step": step + 1, "log": log, "expert": expert_name},
-                )
+
+    def loss_at(step: int) -> torch.Tensor:
+        x, y = random_batch(train_ids, batch_shape(step, tcfg), gen)  # (B, L), (B, L)
+        return F.cross_entropy(model.forward_train(x).flatten(0, 1), y.flatten())
+
+    def evaluate(pr: Progress) -> dict:
+        val = held_out_loss(model, val_ids, tcfg.seq_len, max_chars=tcfg.eval_batches * 32 * tcfg.seq_len)
+        entry = {"step": pr.step, "train_loss_ema": round(pr.loss_ema, 4), "val_loss_sample": round(val, 4),
+                 "elapsed_s": round(pr.elapsed_s, 1)}
+        log.append(entry)
+        if pr.step < n_run and checkpoint_dir is not None:  # a partial model, overwritten at the end
+            save_char_model(trained, checkpoint_dir, f"{name}.partial",
+                            {"name": name, "vocab": vocab.chars, "partial_step": pr.step, "log": log,
+                             "expert": expert_name})
+        return entry
+
+    fitted = fit(trained.parameters(), opt, loss_at, n_run, lambda step: lr_at(step, tcfg), evaluate,
+                 eval_due=lambda step: (step + 1) % tcfg.eval_every == 0,
+                 desc=f"train {name} ({model.num_params() / 1e6:.2f}M params)")
+    ema = fitted.loss_ema
     final_val = held_out_loss(model, val_ids, tcfg.seq_len)
     distilled = None
     if teacher_name and tcfg.distill_steps and n_run == tcfg.steps:
@@ -226,7 +215,7 @@ def train_one(
         "params": model.num_params(),
         "held_out_nats_per_char": round(final_val, 4),
         "expert": expert_name,
-        "final_train_loss_ema": round(ema or float("nan"), 4),
+        "final_train_loss_ema": round(ema, 4),
         "log": log,
         "train_seconds": round(time.perf_counter() - t0, 1),
         "threads": torch.get_num_threads(),
@@ -235,7 +224,7 @@ def train_one(
     }
     model.eval()
     save_char_model(trained, out_dir, name, meta)  # an expert's weights stay in its own file
-    bar.write(f"[{name}] held-out loss {final_val:.4f} nats/char; saved to {out_dir / name}.safetensors")
+    print(f"[{name}] held-out loss {final_val:.4f} nats/char; saved to {out_dir / name}.safetensors")
     return meta
 
 

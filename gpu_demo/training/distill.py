@@ -10,11 +10,12 @@ This is the idea of DistillSpec (Zhou et al., 2023), which found TV-style object
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+
+from gpu_demo.training.loop import Progress, fit
 
 
 def distill_loss(p: torch.Tensor, log_q: torch.Tensor, ce_weight: float = 0.1) -> torch.Tensor:
@@ -56,33 +57,26 @@ def distill(
     ``batches(step)`` gives the input windows (B, L) of that step. The teacher's laws are computed on
     the fly (in inference mode), so nothing is stored. Each log entry has the held-out alpha.
     """
-    from tqdm import tqdm
-
     teacher.eval()
     student.train()
     opt = torch.optim.AdamW(student.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=0.0)
     log: list[dict] = [{"step": 0, "held_out_alpha_t1": round(acceptance(teacher, student, val_windows), 4)}]
-    t0, ema = time.perf_counter(), None
-    bar = tqdm(range(steps), desc=desc, mininterval=2.0)
-    for step in bar:
-        for g in opt.param_groups:
-            g["lr"] = lr_cosine(step, steps, lr, lr / 10)
+
+    def loss_at(step: int) -> torch.Tensor:
         x = batches(step)  # (B, L)
         with torch.inference_mode():
             p = torch.softmax(teacher.forward_train(x).float(), -1)  # (B, L, V)
-        loss = distill_loss(p.clone(), F.log_softmax(student.forward_train(x), -1), ce_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(student.parameters(), 1.0)
-        opt.step()
-        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
-        bar.set_postfix(loss=f"{ema:.4f}")
-        if (step + 1) % eval_every == 0 or step + 1 == steps:
-            student.eval()
-            a = acceptance(teacher, student, val_windows)
-            student.train()
-            log.append({"step": step + 1, "distill_loss_ema": round(ema, 4), "held_out_alpha_t1": round(a, 4),
-                        "elapsed_s": round(time.perf_counter() - t0, 1)})
-            bar.write(f"[{desc}] step {step + 1}: loss {ema:.4f}  held-out alpha (T=1) {a:.4f}")
+        return distill_loss(p.clone(), F.log_softmax(student.forward_train(x), -1), ce_weight)
+
+    def evaluate(pr: Progress) -> dict:
+        student.eval()
+        a = acceptance(teacher, student, val_windows)
+        student.train()
+        return {"step": pr.step, "distill_loss_ema": round(pr.loss_ema, 4), "held_out_alpha_t1": round(a, 4),
+                "elapsed_s": round(pr.elapsed_s, 1)}
+
+    fitted = fit(student.parameters(), opt, loss_at, steps, lambda step: lr_cosine(step, steps, lr, lr / 10),
+                 evaluate, eval_due=lambda step: (step + 1) % eval_every == 0, desc=desc)
+    log += fitted.log
     student.eval()
     return log

@@ -27,6 +27,7 @@ from torch import nn
 from gpu_demo.models.gguf import SmolLM2, cache_root, load_smollm2
 from gpu_demo.models.llama import Llama, LlamaConfig
 from gpu_demo.training.distill import lr_cosine
+from gpu_demo.training.loop import Progress, fit
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 DRAFT_NAME = "smollm2_draft"
@@ -222,7 +223,6 @@ def lr_at(step: int, cfg: SmolDraftConfig) -> float:
 
 def train(cfg: SmolDraftConfig = SmolDraftConfig(), out_dir: Path = ASSETS, log=print) -> dict:
     """Distil the draft, write <out_dir>/smollm2_draft.{safetensors,json}; returns the metadata written."""
-    from tqdm import tqdm
 
     torch.manual_seed(cfg.seed)
     t0 = time.perf_counter()
@@ -241,12 +241,9 @@ def train(cfg: SmolDraftConfig = SmolDraftConfig(), out_dir: Path = ASSETS, log=
     g = torch.Generator().manual_seed(cfg.seed + 2)
     n = data["train"].shape[0]
     stream = data["train_stream"]  # the whole train split, tokenised
-    history = []
-    bar = tqdm(range(cfg.steps), desc="distil smollm2 draft", mininterval=2.0)
-    for step in bar:
-        idx = torch.randint(0, n, (cfg.batch,), generator=g)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
+
+    def loss_at(step: int) -> torch.Tensor:
+        idx = torch.randint(0, n, (cfg.batch,), generator=g)  # (b,)
         loss = soft_ce(draft.sub_logits(data["train"][idx], emb), tw[idx], tpos[idx])
         if cfg.hard_weight:
             starts = torch.randint(0, stream.numel() - cfg.seq_len - 1, (cfg.batch,), generator=g)
@@ -255,18 +252,16 @@ def train(cfg: SmolDraftConfig = SmolDraftConfig(), out_dir: Path = ASSETS, log=
             loss = loss + cfg.hard_weight * F.cross_entropy(
                 logits.flatten(0, 1), full_to_sub[win[:, 1:]].flatten(), ignore_index=-1
             )
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
-        opt.step()
-        if step % 50 == 0 or step == cfg.steps - 1:
-            val = evaluate(draft, emb, data, full_to_sub)
-            history.append({"step": step, "train_soft_ce": round(float(loss), 4), **val})
-            bar.set_postfix(loss=f"{float(loss):.3f}", val=f"{val['val_soft_ce']:.3f}")
-            log(
-                f"step {step}: train {float(loss):.4f}  val {val['val_soft_ce']:.4f}  "
-                f"top-k overlap {val['val_overlap']:.3f}"
-            )
+        return loss
+
+    def evaluate(pr: Progress) -> dict:
+        val = evaluate_draft(draft, emb, data, full_to_sub)
+        log(f"step {pr.step - 1}: train {pr.loss:.4f}  val {val['val_soft_ce']:.4f}  "
+            f"top-k overlap {val['val_overlap']:.3f}")
+        return {"step": pr.step - 1, "train_soft_ce": round(pr.loss, 4), **val}
+
+    history = fit(draft.parameters(), opt, loss_at, cfg.steps, lambda step: lr_at(step, cfg), evaluate,
+                  eval_due=lambda step: step % 50 == 0, desc="distil smollm2 draft").log
     meta = {
         "train_config": asdict(cfg),
         "config": draft.body.cfg.to_dict(),
@@ -285,7 +280,7 @@ def train(cfg: SmolDraftConfig = SmolDraftConfig(), out_dir: Path = ASSETS, log=
 
 
 @torch.no_grad()
-def evaluate(
+def evaluate_draft(
     draft: SmolDraft, emb: torch.Tensor, data: dict[str, torch.Tensor], full_to_sub: torch.Tensor
 ) -> dict[str, float]:
     """Held-out soft cross-entropy and top-k overlap (a lower bound on alpha at temperature 1)."""
