@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import streamlit as st
 
@@ -13,6 +11,7 @@ from specdec_core import roofline as rl
 from specdec_core import steptime as stp
 from ui import roofline_figures as rf
 from ui.controls import bound_select, slider_input
+from ui.live.pairs import device_queue
 from ui.steptime_controls import (
     algebra_link,
     hw_from_key,
@@ -53,12 +52,6 @@ def best_gamma_data(hw_key: tuple, mode: str, kv: str, target: str, draft: str, 
     """The v(gamma)-aware best gamma and its speedup at every batch of BATCH."""
     return stp.best_gamma_against_batch(stp.SHAPES[target], stp.SHAPES[draft], hw_from_key(hw_key), mode, alpha,
                                         context, BATCH, MAX_GAMMA, kv)
-
-
-@st.cache_resource
-def probe_lock() -> threading.Lock:
-    """One probe at a time per server: a classroom shares these CPU cores."""
-    return threading.Lock()
 
 
 def readouts(hw: rl.Hardware, mode: str, gamma: int, batch: int) -> None:
@@ -200,8 +193,13 @@ def probe_section() -> None:
     )
     shape = bound_select("Probe shape", list(PROBE_SHAPES), key="probe", default="Llama-3.2-1B, 1 layer")
     if st.button("Measure it here", key="probe_run", icon=":material/timer:"):
-        bar = st.progress(0.0, text="waiting for the probe lock")
-        with probe_lock():
+        bar = st.progress(0.0, text="waiting for the device (one run at a time: races and probes share it)")
+        queue = device_queue(resolve_device("auto").type)  # the live page's line for this device
+
+        def on_wait(pos: int) -> None:
+            bar.progress(0.0, text=f"waiting for the device: {pos} run(s) ahead (a live race or another probe)")
+
+        with queue.turn(on_wait):
             for ev in probe(PROBE_SHAPES[shape]):
                 bar.progress(ev.fraction, text=ev.message)
                 if ev.result is not None:
