@@ -20,12 +20,12 @@ ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side lo
 from gpu_demo.measure.stats import alpha_per_position, overall_alpha  # noqa: E402
 from specdec_core import algebra as alg  # noqa: E402
 from ui.live import export as lx  # noqa: E402
-from ui.live.panel import measure_record  # noqa: E402
+from ui.live.panel import measure_record, sweep_results  # noqa: E402
 from ui.live.tokens import TARGET_STYLE  # noqa: E402
 from ui.theme import KIND_STYLE  # noqa: E402
 
 PAGE = "views/live.py"
-SHORT = dict(maxnew="40", gamma="3", seed="7")
+SHORT = dict(maxnew="40", gamma="3", seed="7", repeats="1")  # one repeat: the checks below are per run
 
 
 def run_page(app_test, **query):
@@ -173,17 +173,35 @@ def test_preset_in_the_url_sets_the_prompt_and_draft_settings_warn(app_test):
 
 
 def test_sweep_runs_gamma_one_to_eight(app_test):
-    at = app_test(PAGE, **{**SHORT, "maxnew": "24"})
+    at = app_test(PAGE, **{**SHORT, "maxnew": "24", "repeats": "2"})
     at.button(key="sweep_btn").click().run()
     assert not at.exception
-    settings, results = at.session_state["live_sweep"]
-    assert [r.gamma for r in results] == list(range(1, 9))
-    for r in results:
-        assert r.tokens == 24 and math.isfinite(r.predicted_speedup) and math.isfinite(r.measured_speedup)
-        assert r.predicted_speedup == pytest.approx(
-            alg.speedup_positional([0.0 if math.isnan(a) else a for a in r.alphas], r.c, r.v))
+    srec = at.session_state["live_sweep"]
+    assert srec.status == "done" and srec.planned == 16
+    # Interleaved: every gamma has its own baseline, once run first and once second; odd repeats reverse gamma.
+    assert [r.gamma for r in srec.runs] == list(range(1, 9)) + list(range(8, 0, -1))
+    assert [r.base_first for r in srec.runs] == [i % 2 == 1 for i in range(16)]
+    results = sweep_results(srec)
+    assert [g for g, *_ in results] == list(range(1, 9))
+    for g, runs, summary, counts in results:
+        assert len(runs) == 2
+        for r in runs:
+            assert r.tokens == 24 and math.isfinite(r.predicted_speedup) and math.isfinite(r.measured_speedup)
+            assert r.predicted_speedup == pytest.approx(
+                alg.speedup_positional([0.0 if math.isnan(a) else a for a in r.alphas], r.c, r.v))
+        measured = sorted(r.measured_speedup for r in runs)
+        assert (summary.measured.lo, summary.measured.hi) == pytest.approx(measured)
+        assert counts.num_draft_tokens == sum(e.k for rep in srec.by_gamma()[g] for e in rep.events)
     table = frame_with(at, "predicted")
     assert table["gamma"].tolist() == list(range(1, 9))
+    assert table["measured min"].tolist() == pytest.approx([round(s.measured.lo, 3) for _, _, s, _ in results])
+    assert table["measured max"].tolist() == pytest.approx([round(s.measured.hi, 3) for _, _, s, _ in results])
+    assert table["vLLM acceptance rate"].tolist() == pytest.approx(
+        [round(c.acceptance_rate(), 3) for *_, c in results])
+    fig = json.loads(next(c.proto.spec for c in at.get("plotly_chart") if "gamma (median" in c.proto.spec))
+    bars = {tr["name"].split(" ")[0]: tr["error_y"] for tr in fig["data"] if "error_y" in tr}
+    assert set(bars) == {"measured", "predicted"}  # spread bars on both curves
+    assert bars["measured"]["array"] == pytest.approx([s.measured.hi - s.measured.median for _, _, s, _ in results])
 
 
 def test_reruns_and_sessions_load_the_model_once(app_test, monkeypatch):

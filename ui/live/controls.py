@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from gpu_demo.decode import MAX_GAMMA
+from specdec_core.repeats import MAX_REPEATS
 from ui.controls import bound_select, bound_text, bound_toggle, get_value, number_box, set_value, slider_input
 
 # Presets use only characters the built-in (Jane Austen) alphabet has, so they run on every pair.
@@ -91,6 +92,11 @@ def sampling_controls() -> dict:
         )
         max_new = slider_input("max new tokens", "maxnew", 1, MAX_NEW, 60, 1)
         seed = number_box("seed", "seed", 0, 2**31 - 1, 0, 1)
+        repeats = slider_input(
+            "repeats (interleaved)", "repeats", 1, MAX_REPEATS, 3, 1,
+            help="Speculative run and baseline pairs per race (and per gamma in a sweep), in the order S B, B S, "
+                 "S B, ...; the page quotes medians with their spread.",
+        )
     with c2:
         greedy = bound_toggle("greedy (temperature 0: argmax, output equals plain greedy decoding)", "greedy")
         temp = slider_input("target temperature", "temp", 0.05, 2.0, 1.0, 0.05, "%.2f")
@@ -127,6 +133,7 @@ def sampling_controls() -> dict:
         d_top_p=float(d_top_p),
         max_new=int(max_new),
         seed=int(seed),
+        repeats=int(repeats),
     )
 
 

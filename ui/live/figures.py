@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from specdec_core.repeats import Spread
 from ui.theme import ROLE_COLOUR, new_figure
 
 BELOW = dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0.0)  # legend under the plot
@@ -77,19 +78,28 @@ def length_figure(counts: Sequence[int], pmf_const: Sequence[float], pmf_pos: Se
     return fig
 
 
-def sweep_figure(gammas: Sequence[int], measured: Sequence[float], predicted: Sequence[float]) -> go.Figure:
-    """Measured against predicted speedup over gamma, with the break-even line at 1."""
-    fig = new_figure("Speedup against draft length gamma", height=340)
+def _bars(spreads: Sequence[Spread]) -> dict:
+    """Plotly error bars from each median down to its min and up to its max."""
+    return dict(type="data", symmetric=False, array=[max(0.0, s.hi - s.median) for s in spreads],
+                arrayminus=[max(0.0, s.median - s.lo) for s in spreads], thickness=1.5, width=6)
+
+
+def sweep_figure(gammas: Sequence[int], measured: Sequence[Spread], predicted: Sequence[Spread]) -> go.Figure:
+    """Measured against predicted speedup over gamma: medians over repeats, bars from min to max, break-even at 1."""
+    fig = new_figure("Speedup against draft length gamma (median, bars: min to max over repeats)", height=360)
     fig.add_scatter(
         x=list(gammas),
-        y=list(predicted),
+        y=[s.median for s in predicted],
+        error_y=_bars(predicted),
         mode="lines+markers",
         name="predicted (algebra on measured alpha_j, c, v)",
         line=dict(color=ROLE_COLOUR["predicted"], dash="dash"),
+        marker=dict(symbol="diamond", size=8),
     )
     fig.add_scatter(
         x=list(gammas),
-        y=list(measured),
+        y=[s.median for s in measured],
+        error_y=_bars(measured),
         mode="lines+markers",
         name="measured (wall clock)",
         line=dict(color=ROLE_COLOUR["measured"]),

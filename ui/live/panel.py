@@ -1,16 +1,35 @@
-"""The live page's measured panel and race readout: events -> specdec_core.measure -> metrics and figures."""
+"""The live page's measured panel, race readout and sweep: events -> gpu_demo.measure.stats -> specdec_core.
+
+Numbers come from ``gpu_demo.measure.stats.measure_events`` (the one events -> specdec_core.measure
+adapter), medians and spreads from ``specdec_core.repeats``, vLLM's quantities from
+``specdec_core.vllm_metrics``; this module only lays them out and words them.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import streamlit as st
 
-from gpu_demo.decode import RoundEvent
-from specdec_core.measure import Measured, summarise
+from gpu_demo.measure.stats import measure_events
+from specdec_core.measure import Measured
+from specdec_core.repeats import CLOSE, MIN_ROUNDS, GapReading, RepeatSummary, Spread, read_gap, summarise_repeats
+from specdec_core.vllm_metrics import SpecDecodeCounts, counts_from_rounds
 from ui.live.figures import alpha_figure, length_figure, sweep_figure
-from ui.live.runner import RunRecord, SweepPoint
+from ui.live.runner import Repeat, RunRecord, SweepRecord
+
+VLLM_DEFINITIONS = (
+    "vLLM reports the same rounds under other names (its spec-decode metrics): **acceptance rate** = accepted / "
+    "drafted tokens; **mean acceptance length** = 1 + accepted / drafts (it counts the correction or bonus token, "
+    "so it is E[N], tokens per target pass); **per-position acceptance rate** j = drafts whose first j tokens were "
+    "all accepted / drafts. vLLM's per-position rates are *unconditional* (r_j = alpha_1 x ... x alpha_j); this "
+    "page's alpha_j are *conditional* (accepted at j among drafts that reached j). Feeding r_j into "
+    "1 + sum_i prod_(j<=i) alpha_j as if they were alpha_j undercounts E[N]."
+)
+SHORT_TEXT = (f"fewer than {MIN_ROUNDS} speculative rounds per repeat: alpha_j, c and v rest on a handful of "
+              "rounds and a few milliseconds of noise, so read them as rough, not as facts")
 
 
 def fmt(x: float, d: int = 3, unit: str = "") -> str:
@@ -18,81 +37,239 @@ def fmt(x: float, d: int = 3, unit: str = "") -> str:
     return f"{x:.{d}f}{unit}" if isinstance(x, (int, float)) and math.isfinite(x) else "—"
 
 
-def measure_events(gamma: int, events: Sequence[RoundEvent], wall: Sequence[float],
-                   base: Sequence[RoundEvent], base_wall: Sequence[float]) -> Measured:
-    """specdec_core.measure.summarise over the plain lists carried by the events."""
-    return summarise(
-        gamma, [e.k for e in events], [e.n_accepted for e in events], [len(e.emitted) for e in events],
-        [e.draft_s for e in events], [e.verify_s for e in events], list(wall),
-        [e.verify_s for e in base], list(base_wall),
-    )
+def fmt_spread(s: Spread, d: int = 2, unit: str = "") -> str:
+    """'median (min-max)' for several values, the value alone for one, '—' for none."""
+    if s.n == 0:
+        return "—"
+    if s.n == 1:
+        return fmt(s.median, d, unit)
+    return f"{fmt(s.median, d, unit)} ({fmt(s.lo, d)}–{fmt(s.hi, d, unit)})"
+
+
+# ------------------------------------------------------------------------------------------ measuring
+
+
+def measure_repeat(rep: Repeat) -> Measured:
+    """The measured summary of one (speculative run, baseline) pair."""
+    return measure_events(rep.gamma, rep.events, rep.spec_wall, rep.base_events, rep.base_wall)
 
 
 def measure_record(rec: RunRecord) -> Measured:
-    """The measured summary of a race (baseline-dependent numbers are NaN until the baseline has run)."""
-    return measure_events(rec.settings.gamma, rec.events, rec.spec_wall, rec.base_events, rec.base_wall)
+    """Repeat 0's summary (baseline-dependent numbers are NaN until its baseline has run)."""
+    return measure_repeat(rec.first)
 
 
-def gap_sentence(m: Measured) -> str:
-    """One sentence reading the gap between predicted and measured speedup."""
-    if not (math.isfinite(m.predicted_speedup) and math.isfinite(m.measured_speedup)):
-        return "Run the race to compare the prediction with the clock."
-    ratio = m.measured_speedup / m.predicted_speedup
-    if ratio >= 0.9 and ratio <= 1.1:
-        return (f"Measured is {ratio:.0%} of predicted: the algebra on the measured alpha_j, c and v accounts for "
-                "the speedup, and the engine's per-round overhead is small.")
-    if ratio < 0.9:
-        return (f"Measured is only {ratio:.0%} of predicted: the algebra counts draft and verify passes only, so "
-                "the rest is per-round host overhead (sampling, cache bookkeeping, Python) that it does not model, "
-                "or timer noise on a short run.")
-    return (f"Measured is {ratio:.0%} of predicted: on a short run the baseline's per-token time is noisy, and "
-            "the wall clock includes time outside the draft and verify passes that c and v were taken from.")
+def pooled(reps: Sequence[Repeat], gamma: int) -> Measured:
+    """One summary over the rounds of every given repeat pooled (alpha_j from all of them)."""
+    cat = [[x for r in reps for x in getattr(r, name)] for name in ("events", "spec_wall", "base_events", "base_wall")]
+    return measure_events(gamma, *cat)
 
 
-def metrics_row(m: Measured) -> None:
-    """Tokens per pass, alpha, c, v, tokens/s and the two speedups as st.metric."""
+def vllm_counts(reps: Sequence[Repeat], gamma: int) -> SpecDecodeCounts:
+    """vLLM's counters over the speculative rounds of the given repeats (counts add over repeats)."""
+    evs = [e for r in reps for e in r.events]
+    return counts_from_rounds([e.k for e in evs], [e.n_accepted for e in evs], gamma)
+
+
+def race_runs(rec: RunRecord) -> list[Measured]:
+    """One summary per finished repeat of the race (repeat 0 alone while the first is still running)."""
+    done = rec.finished_repeats()
+    return [measure_repeat(r) for r in (done or rec.repeats[:1])]
+
+
+# ------------------------------------------------------------------------------------------ wording
+
+
+def _gap_factors(s: RepeatSummary) -> str:
+    """measured / predicted as the product of its three factors (medians over repeats)."""
+    ms = 1e3 * s.overhead_s_per_round.median
+    return (
+        f"It splits exactly into three factors, measured / predicted = {fmt(s.accept.median, 2)} x "
+        f"{fmt(s.spec_round.median, 2)} x {fmt(s.base_step.median, 2)} (medians): the acceptance draw "
+        f"({fmt(s.tokens_per_pass.median, 2)} tokens per round against the E[N] of the measured alpha_j); per-round "
+        f"overhead the algebra does not model ({fmt(ms, 2)} ms per round outside the draft and verify passes: "
+        "sampling, the acceptance test, cache rollback, Python between passes); and the baseline's own overhead "
+        "(its wall time per token over its forward pass, which is the unit of c and v)."
+    )
+
+
+def gap_sentence(s: RepeatSummary, reading: GapReading | None = None) -> str:
+    """What the race says: how far measured is from predicted, what the gap is made of, slowdowns named."""
+    r = reading or read_gap(s)
+    if r.kind == "no-baseline":
+        return ("No measured speedup yet: the baseline did not run to its end (the race stopped before it), so "
+                "there is nothing to set the prediction against.")
+    if r.kind == "no-prediction":
+        head = (f"Measured {fmt(r.measured, 2, 'x')}{' (a slowdown)' if r.slowdown else ''}, but the algebra has "
+                "nothing to predict from: no draft token was timed (a run this short may draft none), so c is "
+                "undefined. Use more tokens.")
+        return head
+    if r.slowdown:
+        head = (f"This is a slowdown: speculative decoding ran at {fmt(r.measured, 2, 'x')} the baseline's speed. "
+                + (f"The algebra predicted a slowdown too ({fmt(r.predicted, 2, 'x')}): at this acceptance the draft "
+                   "and verify costs outweigh the tokens they save. " if r.predicted_slowdown else
+                   f"The algebra predicted {fmt(r.predicted, 2, 'x')}. "))
+    else:
+        head = f"Measured {fmt(r.measured, 2, 'x')} against predicted {fmt(r.predicted, 2, 'x')}. "
+    if r.kind == "match":
+        gap = (f"Measured is {r.ratio:.0%} of predicted, within {CLOSE:.0%}: the algebra on the measured alpha_j, "
+               "c and v accounts for the speed, and the overheads it leaves out are small here. ")
+    elif r.kind == "below":
+        gap = f"Measured is {1 - r.ratio:.0%} below predicted. " + _gap_factors(s) + " "
+    else:
+        gap = (f"Measured is {r.ratio - 1:.0%} above predicted: the baseline's per-token overhead slows the "
+               "autoregressive side more than the per-round overhead slows the speculative one. "
+               + _gap_factors(s) + " ")
+    if s.repeats < 2:
+        tail = "One repeat gives no spread to judge the noise by; use 3 or more."
+    elif r.noisy:
+        tail = (f"The spread over the {s.repeats} repeats is wide (measured {fmt_spread(s.measured, 2, 'x')}, "
+                f"predicted {fmt_spread(s.predicted, 2, 'x')}): part of this gap is noise; use more tokens or "
+                "repeats, or a quieter machine.")
+    else:
+        tail = f"The {s.repeats} repeats agree within {max(s.measured.relative(), s.predicted.relative()):.0%}."
+    if r.short:
+        tail += f" And with {fmt(s.rounds.lo, 0)} rounds in the shortest repeat, the run is too short for its numbers."
+    return head + gap + tail
+
+
+# ------------------------------------------------------------------------------------------ drawing
+
+
+def metrics_row(s: RepeatSummary) -> None:
+    """Tokens per pass, alpha, c, v, tokens/s and the two speedups as st.metric: medians over the repeats."""
+    n = f"median of {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
+
+    def rng(x: Spread, d: int) -> str:
+        return f"{n}; range {fmt(x.lo, d)} to {fmt(x.hi, d)}. " if x.n > 1 else f"{n}. "
+
     cols = st.columns(4)
-    cols[0].metric("tokens per target pass", fmt(m.tokens_per_pass, 2), help="emitted tokens / verification rounds")
-    cols[1].metric("alpha (constant fit)", fmt(m.alpha_const, 3), help="accepted drafts / drafted positions reached")
-    cols[2].metric("c measured", fmt(m.c, 4), help="draft seconds per drafted token / baseline seconds per token")
-    cols[3].metric("v measured", fmt(m.v, 3), help="verify seconds per round / baseline seconds per token")
+    cols[0].metric("tokens per target pass", fmt(s.tokens_per_pass.median, 2),
+                   help=rng(s.tokens_per_pass, 2) + "emitted tokens / verification rounds")
+    cols[1].metric("alpha (constant fit)", fmt(s.alpha.median, 3),
+                   help=rng(s.alpha, 3) + "accepted drafts / drafted positions reached")
+    cols[2].metric("c measured", fmt(s.c.median, 4),
+                   help=rng(s.c, 4) + "draft seconds per drafted token / baseline seconds per token")
+    cols[3].metric("v measured", fmt(s.v.median, 3),
+                   help=rng(s.v, 3) + "verify seconds per round / baseline seconds per token")
     cols = st.columns(4)
-    cols[0].metric("tokens/s speculative", fmt(m.spec_tokens_per_s, 1))
-    cols[1].metric("tokens/s autoregressive", fmt(m.base_tokens_per_s, 1))
-    cols[2].metric("predicted speedup", fmt(m.predicted_speedup, 2, "x"),
-                   help="speedup_positional(alpha_j, c, v) from specdec_core.algebra")
-    cols[3].metric("measured speedup", fmt(m.measured_speedup, 2, "x"),
-                   help="baseline seconds per token / speculative seconds per token (wall clock in the decoder)")
+    cols[0].metric("tokens/s speculative", fmt(s.spec_tokens_per_s.median, 1), help=rng(s.spec_tokens_per_s, 1))
+    cols[1].metric("tokens/s autoregressive", fmt(s.base_tokens_per_s.median, 1), help=rng(s.base_tokens_per_s, 1))
+    cols[2].metric("predicted speedup", fmt(s.predicted.median, 2, "x"),
+                   help=rng(s.predicted, 2) + "speedup_positional(alpha_j, c, v) from specdec_core.algebra")
+    cols[3].metric("measured speedup", fmt(s.measured.median, 2, "x"),
+                   help=rng(s.measured, 2) + "baseline seconds per token / speculative seconds per token "
+                                             "(wall clock in the decoder)")
 
 
-def panel(m: Measured, figures: bool = True, key: str = "") -> None:
-    """The measured panel: metrics, then alpha_j bars and the accepted-length histogram beside the pmf.
+def spread_table(s: RepeatSummary, key: str = "spread_table") -> None:
+    """Median, min, max and spread (as a share of the median) of every quantity the race shows."""
+    rows = {"tokens/s speculative": s.spec_tokens_per_s, "tokens/s autoregressive": s.base_tokens_per_s,
+            "c": s.c, "v": s.v, "alpha (constant fit)": s.alpha, "predicted speedup": s.predicted,
+            "measured speedup": s.measured, "measured / predicted": s.ratio}
 
-    ``key`` makes the chart keys unique when the panel is redrawn several times in one script run (live).
+    def r(x: float) -> float | None:
+        return round(x, 4) if math.isfinite(x) else None
+
+    st.dataframe({
+        "quantity": list(rows), "median": [r(x.median) for x in rows.values()],
+        "min": [r(x.lo) for x in rows.values()], "max": [r(x.hi) for x in rows.values()],
+        "spread (max-min)/median": [f"{x.relative():.0%}" if math.isfinite(x.relative()) else "—"
+                                    for x in rows.values()],
+    }, hide_index=True, key=key)
+
+
+def vllm_block(counts: SpecDecodeCounts, alphas: np.ndarray, key: str = "") -> None:
+    """vLLM's three quantities for these rounds, with their definitions, beside the conditional alpha_j."""
+    rate, length, per_pos = counts.acceptance_rate(), counts.mean_acceptance_length(), counts.per_position_rates()
+    cols = st.columns(3)
+    cols[0].metric("vLLM acceptance rate", fmt(rate, 3), help="accepted / drafted tokens")
+    cols[1].metric("vLLM mean acceptance length", fmt(length, 3), help="1 + accepted / drafts (bonus counted)")
+    cols[2].metric("vLLM per-position rates", ", ".join(fmt(x, 2) for x in per_pos) or "—",
+                   help="drafts with the first j tokens accepted / drafts (unconditional)")
+    st.caption(VLLM_DEFINITIONS + f" Counted over {counts.num_drafts} drafts and {counts.num_draft_tokens} drafted "
+               "tokens.")
+    if key and len(per_pos):
+        a = np.asarray(alphas, dtype=float)
+        st.dataframe({
+            "position j": list(range(1, len(per_pos) + 1)),
+            "alpha_j (conditional, this page)": [fmt(x, 3) for x in a],
+            "per-position rate (vLLM, unconditional)": [fmt(x, 3) for x in per_pos],
+            "conditional from vLLM's counts": [fmt(x, 3) for x in counts.conditional_alphas()],
+        }, hide_index=True, key=f"vllm_table{key}")
+
+
+def panel(m: Measured, s: RepeatSummary, counts: SpecDecodeCounts, figures: bool = True, key: str = "") -> None:
+    """The measured panel: medians, vLLM's quantities, then alpha_j bars and the accepted-length histogram.
+
+    ``m`` pools the repeats' rounds (for alpha_j and the histogram); ``key`` keeps chart keys unique when the
+    panel is redrawn several times in one script run (live).
     """
-    metrics_row(m)
-    st.caption(f"{m.rounds} rounds, {m.tokens} tokens. Predicted with the constant fit instead of alpha_j: "
-               f"{fmt(m.predicted_speedup_const, 2, 'x')}; E[N] from alpha_j: {fmt(m.expected_tokens, 3)}.")
+    metrics_row(s)
+    vllm_block(counts, m.alphas, key=key if figures else "")
+    st.caption(f"{m.rounds} rounds, {m.tokens} tokens over {s.repeats} repeat(s). Predicted with the constant fit "
+               f"instead of alpha_j: {fmt(m.predicted_speedup_const, 2, 'x')}; E[N] from alpha_j: "
+               f"{fmt(m.expected_tokens, 3)}.")
     if figures and m.rounds:
         left, right = st.columns(2)
         left.plotly_chart(alpha_figure(m.alphas, m.reached, m.alpha_const), key=f"fig_alpha{key}")
         right.plotly_chart(length_figure(m.length_counts, m.pmf_const, m.pmf_positional), key=f"fig_len{key}")
 
 
-def sweep_results(points: Sequence[SweepPoint], base: Sequence[RoundEvent],
-                  base_wall: Sequence[float]) -> list[Measured]:
-    """One Measured per gamma, each against the shared baseline."""
-    return [measure_events(p.gamma, p.events, p.wall, base, base_wall) for p in points]
+def race_readout(s: RepeatSummary, device: str) -> None:
+    """The race's medians with their spread, where they were measured, the short-run flag and the gap sentence."""
+    st.markdown(f"**Predicted** {fmt_spread(s.predicted, 2, 'x')} against **measured** "
+                f"{fmt_spread(s.measured, 2, 'x')}: median (min–max) of {s.repeats} interleaved repeat(s), "
+                f"batch 1, this device ({device}).")
+    if s.short():
+        st.warning(f"Too short for its numbers: {SHORT_TEXT}. Use 200+ tokens.")
+    st.markdown(gap_sentence(s))
+    spread_table(s)
 
 
-def sweep_panel(results: Sequence[Measured]) -> None:
-    """Measured against predicted speedup over gamma, and a table."""
-    gammas = [r.gamma for r in results]
-    st.plotly_chart(sweep_figure(gammas, [r.measured_speedup for r in results],
-                                 [r.predicted_speedup for r in results]), key="fig_sweep")
+# -------------------------------------------------------------------------------------------- sweep
+
+
+def sweep_results(srec: SweepRecord) -> list[tuple[int, list[Measured], RepeatSummary, SpecDecodeCounts]]:
+    """Per gamma with at least one finished pair: its runs, their medians and spread, and vLLM's counts."""
+    out = []
+    for g, reps in srec.by_gamma().items():
+        runs = [measure_repeat(r) for r in reps]
+        out.append((g, runs, summarise_repeats(runs), vllm_counts(reps, g)))
+    return out
+
+
+def sweep_panel(srec: SweepRecord) -> None:
+    """Measured against predicted speedup over gamma with spread bars, and a table (partial sweeps included)."""
+    results = sweep_results(srec)
+    if srec.status == "stopped":
+        st.warning(f"{srec.note or 'The sweep stopped'} after {sum(r.done for r in srec.runs)} of {srec.planned} "
+                   "runs; the model was released at once. The results below are what finished.")
+    if not results:
+        st.caption("No gamma finished a speculative run and its baseline before the sweep stopped.")
+        return
+    gammas = [g for g, *_ in results]
+    sums = [s for _, _, s, _ in results]
+    st.plotly_chart(sweep_figure(gammas, [s.measured for s in sums], [s.predicted for s in sums]), key="fig_sweep")
+    short = [g for g, s in zip(gammas, sums) if s.short()]
+    if short:
+        st.warning(f"Too short for its numbers at gamma = {', '.join(map(str, short))}: {SHORT_TEXT}.")
+
+    def r(x: float, d: int = 3) -> float | None:
+        return round(x, d) if math.isfinite(x) else None
+
     st.dataframe({
-        "gamma": gammas, "alpha (fit)": [round(r.alpha_const, 3) for r in results],
-        "c": [round(r.c, 4) for r in results], "v": [round(r.v, 3) for r in results],
-        "predicted": [round(r.predicted_speedup, 3) for r in results],
-        "measured": [round(r.measured_speedup, 3) for r in results],
+        "gamma": gammas, "repeats": [s.repeats for s in sums],
+        "alpha (fit)": [r(s.alpha.median) for s in sums],
+        "vLLM acceptance rate": [r(c.acceptance_rate()) for *_, c in results],
+        "vLLM mean acceptance length": [r(c.mean_acceptance_length()) for *_, c in results],
+        "vLLM per-position rates": [", ".join(fmt(x, 2) for x in c.per_position_rates()) for *_, c in results],
+        "c": [r(s.c.median, 4) for s in sums], "v": [r(s.v.median) for s in sums],
+        "predicted": [r(s.predicted.median) for s in sums], "predicted min": [r(s.predicted.lo) for s in sums],
+        "predicted max": [r(s.predicted.hi) for s in sums],
+        "measured": [r(s.measured.median) for s in sums], "measured min": [r(s.measured.lo) for s in sums],
+        "measured max": [r(s.measured.hi) for s in sums],
     }, hide_index=True, key="sweep_table")
+    st.caption("Medians over the repeats, with min and max. Each gamma's speculative run is timed beside its own "
+               "baseline, the side that runs first alternating, and the gammas reversed on every other repeat, so "
+               "drift hits both sides; batch 1, this device. " + VLLM_DEFINITIONS)
