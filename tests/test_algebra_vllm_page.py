@@ -129,3 +129,14 @@ def test_positional_section_shows_rates_and_the_equivalent_constant(app_test):
     gap = alg.positional_gap(np.array(A), 0.05, 1.0)
     assert f"alpha = {alg.equivalent_alpha(A):.4f}" in note and f"alpha_bar = {np.mean(A):.4f} is not it" in note
     assert f"{100 * gap['rel_error']:+.1f}%" in note and f"{gap['en_constant']:.3f}" in note
+
+
+def test_decoder_shape_costs_price_each_gamma(app_test):
+    """Costs from a decoder shape: the paste box uses v(gamma), says so, and shows E[N] / (3c + v(3))."""
+    at = paste(app_test, EXAMPLE_LINE, cost="shape")
+    cap = next(x.value for x in at.caption if "this page's controls" in x.value)
+    found = re.search(r"c = ([0-9.e+-]+) and v\(gamma\), ([0-9.]+) at gamma = 3, come from", cap)
+    assert found, cap
+    c, v3 = float(found.group(1)), float(found.group(2))
+    shown = float(metrics(at)["Predicted speedup at gamma = 3"][0].rstrip("x"))
+    assert abs(shown - 2.44 / (3 * c + v3)) <= 0.006 + 2.44 * 0.0005 / (3 * c + v3) ** 2
