@@ -335,5 +335,7 @@ CHAR_PRESETS = {
                       "regex", r"[A-Za-z ,.;:!?'-]*"),
     "sentence": Preset("a capitalised sentence", "It is a truth universally acknowledged",
                        "regex", r"[A-Z][A-Za-z ,;'-]*[.!?]"),
+    "short": Preset("short words: at most five letters each, then a full stop", "It is a truth", "regex",
+                    r"[A-Za-z]{1,5}( [A-Za-z]{1,5})*\."),
     "no-e": Preset("a lipogram: no letter e", "A dark night in London", "regex", r"[A-DF-Za-df-z ,.;:!?'-]*"),
 }
