@@ -182,7 +182,7 @@ def test_preset_loads_and_compares(app_test, row):
     assert_clean(at)
     alpha = row.alpha if row.alpha is not None else round(alg.implied_alpha(row.reported_speedup, row.gamma, row.c), 4)
     ic = alg.implied_c(row.alpha, row.gamma, row.reported_speedup) if row.alpha is not None else None
-    c = row.c if row.c is not None else round(ic, 4)
+    c = row.c if row.c is not None else (round(ic, 4) if ic is not None else 0.0)   # none >= 0: the ceiling c = 0
     assert_readouts(at, alpha, row.gamma, c, 1.0)
     pred = alg.speedup(alpha, row.gamma, c)
     msg = " ".join(s.value for s in at.success)
@@ -260,11 +260,16 @@ def test_figures_plot_the_core_numbers(app_test):
     np.testing.assert_allclose(_array(simulated["y"]), freq)
 
 
-def test_preset_from_url_offers_to_load_it(app_test):
+def test_preset_from_url_loads_it_and_offers_to_reload_it(app_test):
     name = "Leviathan: EnDe, T5-small, temp 0"
-    at = app_test(PAGE, preset=name)                       # the URL names a preset; the controls keep defaults
-    assert_readouts(at, 0.7, 3, 0.1, 1.0)
+    at = app_test(PAGE, preset=name)                       # the URL names a preset: the controls take it (issue 16)
+    assert_clean(at)
+    assert_readouts(at, 0.75, 7, 0.015, 1.0)
+    assert metrics(at)["Speedup"] == "3.26x"
     assert any("Source: Leviathan" in s.value for s in at.success)
+    assert all(b.key != "reload" for b in at.button)                    # nothing to reload yet
+    at.number_input(key="algebra.alpha").set_value(0.5).run()           # moving a control does not reload it
+    assert_readouts(at, 0.5, 7, 0.015, 1.0)
     at.button(key="reload").click().run()
     assert_clean(at)
     assert_readouts(at, 0.75, 7, 0.015, 1.0)
@@ -279,3 +284,54 @@ def test_spread_sentence_uses_the_exact_pmf(app_test):
                for m in at.markdown)
     at0 = app_test(PAGE, gamma="0")
     assert any("every step emits exactly one token" in m.value for m in at0.markdown)
+
+
+# ------------------------------------------------------ issue 16: the paper's table, deep links, temperature ----
+# Leviathan et al., ICML 2023, Table 2, typed in from the paper: (task, draft, temp, gamma, alpha, speedup).
+TABLE_2 = [
+    ("EnDe", "T5-small", 0, 7, 0.75, 3.4), ("EnDe", "T5-base", 0, 7, 0.80, 2.8), ("EnDe", "T5-large", 0, 7, 0.82, 1.7),
+    ("EnDe", "T5-small", 1, 7, 0.62, 2.6), ("EnDe", "T5-base", 1, 5, 0.68, 2.4), ("EnDe", "T5-large", 1, 3, 0.71, 1.4),
+    ("CNNDM", "T5-small", 0, 5, 0.65, 3.1), ("CNNDM", "T5-base", 0, 5, 0.73, 3.0),
+    ("CNNDM", "T5-large", 0, 3, 0.74, 2.2), ("CNNDM", "T5-small", 1, 5, 0.53, 2.3),
+    ("CNNDM", "T5-base", 1, 3, 0.55, 2.2), ("CNNDM", "T5-large", 1, 3, 0.56, 1.7),
+]
+
+
+def test_all_twelve_rows_of_table_2_with_their_temperatures(app_test):
+    assert [(r.task, r.draft, r.temperature, r.gamma, r.alpha, r.reported_speedup) for r in ps.LEVIATHAN_ROWS] == \
+        [(t, d, float(temp), g, a, s) for t, d, temp, g, a, s in TABLE_2]
+    at = app_test(PAGE)
+    assert_clean(at)
+    lev = next(d.value for d in at.dataframe if "predicted at c = 0.015" in d.value.columns)
+    assert len(lev) == 12
+    assert list(lev["temp"]) == [("0 (argmax)" if t == 0 else "1 (sampling)") for _, _, t, *_ in TABLE_2]
+
+
+@pytest.mark.parametrize("name", ["EnDe, T5-base, temp 1", "CNNDM, T5-base, temp 1", "EnDe, T5-small, temp 0"])
+def test_a_preset_deep_link_sets_the_controls(app_test, name):
+    """?preset= used to name the preset while the controls kept the seed case (0.7, 3, 0.1)."""
+    row = next(r for r in ps.LEVIATHAN_ROWS if r.name == name)
+    at = app_test(PAGE, preset=f"Leviathan: {name}")
+    assert_clean(at)
+    ic = alg.implied_c(row.alpha, row.gamma, row.reported_speedup)
+    c = row.c if row.c is not None else (round(ic, 4) if ic is not None else 0.0)
+    assert_readouts(at, row.alpha, row.gamma, c, 1.0)
+    if row.c is None and ic is None:
+        assert any("no c >= 0 reproduces the report" in x.value for x in at.success)
+    # a value given in the link beside the preset still wins
+    at = app_test(PAGE, preset=f"Leviathan: {name}", alpha="0.5")
+    assert_readouts(at, 0.5, row.gamma, c, 1.0)
+
+
+def test_temperature_explained_with_both_directions(app_test):
+    at = app_test(PAGE)
+    assert_clean(at)
+    shown = " ".join(texts(at))
+    assert r"\arg\max q=\arg\max p" in shown and r"1-\mathbb{E}\big[\mathrm{TV}(p,q)\big]" in shown
+    contexts = next(d.value for d in at.dataframe if "alpha at T = 0" in d.value.columns)
+    assert list(contexts["alpha at T = 0"]) == ["0.00", "1.00"] and list(contexts["alpha at T = 1"]) == ["0.94", "0.50"]
+    pairs = next(d.value for d in at.dataframe if "alpha, temp 0" in d.value.columns)
+    lookup = {r["target / draft"]: (r["alpha, temp 0"], r["alpha, temp 1"]) for _, r in pairs.iterrows()}
+    assert lookup["T5-XXL (EnDe) / T5-small"] == (0.75, 0.62)                   # sharper at T = 0: falls
+    assert lookup["GPT-like 97M / 6M GPT-like"] == (0.88, 0.89)                 # Table 3: rises
+    assert "opposite directions" in shown and "GPT-like 97M / 6M GPT-like keeps slightly more" in shown

@@ -10,6 +10,7 @@ from specdec_core import presets as ps
 from specdec_core.simulate import empirical_pmf, simulate_tokens_per_step, summarise
 from ui.algebra_cost import ShapeCosts, cost_note, shape_costs, slowdown_note, v_label
 from ui.algebra_figures import alpha_figure, gamma_figure, heatmap_figure, pmf_figure
+from ui.algebra_temperature import temperature_section
 from ui.algebra_vllm import paste_section, positional_comparison
 from ui.controls import bound_radio, bound_select, bound_text, get_value, set_value, slider_input
 from ui.safe_text import md
@@ -19,6 +20,7 @@ MC_STEPS = 200_000                 # Monte Carlo steps shown on the page
 MODES = ["constant", "decay", "table"]
 PRESETS = {f"Leviathan: {r.name}": r for r in ps.LEVIATHAN_ROWS} | {f"Chen: {r.name}": r for r in ps.CHEN_ROWS}
 NO_PRESET = "(none)"
+PRESET_LOADED = "_algebra.preset_loaded"     # the preset last copied into the controls
 
 
 def n(x: float, d: int = 3) -> str:
@@ -49,13 +51,14 @@ def preset_values(row: ps.PaperRow) -> dict[str, float]:
         alpha = round(derived, 4) if derived is not None else None
     if c is None:
         derived = alg.implied_c(row.alpha, row.gamma, row.reported_speedup)
-        c = round(derived, 4) if derived is not None else ps.T5_SMALL_C
+        c = round(derived, 4) if derived is not None else 0.0     # no c >= 0 reproduces it: the ceiling c = 0
     return {"alpha": alpha, "gamma": row.gamma, "c": c, "v": 1.0}
 
 
 def _load_preset() -> None:
     """Callback: copy the chosen preset into the bound controls."""
     row = PRESETS.get(get_value("preset"))
+    st.session_state[PRESET_LOADED] = get_value("preset")
     if row is None:
         return
     for key, value in preset_values(row).items():
@@ -65,8 +68,10 @@ def _load_preset() -> None:
 
 def controls() -> tuple[float, int, float, float, str, ShapeCosts | None]:
     """The four sliders (each with an exact box), the preset picker and the acceptance mode."""
-    bound_select("Load a published operating point", [NO_PRESET, *PRESETS], key="preset", on_change=_load_preset,
-                 help="Sets alpha, gamma, c and v; the comparison with the paper is further down.")
+    choice = bound_select("Load a published operating point", [NO_PRESET, *PRESETS], key="preset",
+                          on_change=_load_preset, help="Sets alpha, gamma, c and v; the comparison is further down.")
+    if choice in PRESETS and st.session_state.get(PRESET_LOADED) != choice:   # ?preset= arrived by URL: load it
+        _load_preset()                                                       # (a URL alpha, gamma... still wins)
     left, right = st.columns(2, gap="large")
     with left:
         alpha = slider_input("acceptance alpha", "alpha", 0.0, 1.0, 0.7, 0.01, "%.4f",
@@ -254,6 +259,7 @@ def paper_tables() -> tuple[list[dict], list[dict], dict[str, float]]:
         lev.append(
             {
                 "row": r.name,
+                "temp": f"{r.temperature:g} ({'argmax' if r.temperature == 0 else 'sampling'})",
                 "gamma": r.gamma,
                 "alpha": r.alpha,
                 "reported": f"{r.reported_speedup:.1f}x",
@@ -314,6 +320,8 @@ def paper_section(choice: str, current: dict[str, float]) -> None:
             f"{cmp['ratio']:.2f})."
             + (
                 f" {' and '.join(derived)} back-solved from the reported speedup, so the match is by construction."
+                if derived and not (r.c is None and cmp["implied_c"] is None)
+                else " c back-solved: no c >= 0 reproduces the report, so c = 0 is loaded, the formula's ceiling."
                 if derived
                 else ""
             )
@@ -382,11 +390,7 @@ def render() -> None:
     paste_section(c, v, None if shape is None else shape.v)
     paper_section(get_value("preset", NO_PRESET), {"alpha": alpha, "gamma": gamma, "c": c, "v": v})
     seed_section()
-    st.subheader("Greedy decoding")
-    st.markdown(
-        "At temperature 0 the test is simply whether the draft's token equals the target's argmax. "
-        "The algebra is unchanged, with alpha the match rate."
-    )
+    temperature_section()
 
 
 render()
