@@ -286,6 +286,122 @@ def test_spread_sentence_uses_the_exact_pmf(app_test):
     assert any("every step emits exactly one token" in m.value for m in at0.markdown)
 
 
+# ------------------------------------------------------------ issue 14: costs from a decoder shape ----
+def _shape_costs(batch: int, ctx: int, hw: str = "H100 SXM", mode: str = "bf16", kv: str = "bf16"):
+    """c and v(gamma) for gamma = 0..32, 8B target / 1B draft, from specdec_core.steptime directly."""
+    from specdec_core import roofline as rl
+    from specdec_core import steptime as stp
+
+    return stp.gamma_costs(stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE[hw], mode,
+                           ctx, batch, 32, kv)
+
+
+def test_free_mode_says_the_search_holds_v_fixed(app_test):
+    at = app_test(PAGE)
+    assert_clean(at)
+    assert any("holds v fixed while gamma changes" in c.value and "v grows with gamma" in c.value for c in at.caption)
+    text = " ".join(m.value for m in at.markdown)          # the seed's slowdown link, explained
+    assert "That link holds **v = 3.5 for every gamma**" in text and "gamma = 12 at 1.15x" in text
+    assert "the best gamma at alpha 0.8 is **0** (1.00x)" in text
+
+
+def test_decoder_shape_mode_at_batch_512_context_256(app_test):
+    at = app_test(PAGE, cost="shape", batch="512", ctx="256", alpha="0.8")
+    assert_clean(at)
+    costs = _shape_costs(512, 256)
+    m = metrics(at)
+    assert m["c at B = 512"] == f"{costs.c:.4f}" and m["v(gamma = 3) at B = 512"] == f"{costs.v[3]:.3f}"
+    assert "c" not in [n.key.split(".")[-1] for n in at.number_input]          # no free c and v boxes
+    assert_readouts_shape(at, 0.8, 3, costs)
+    assert m["Best integer gamma"] == "0"                                      # do not speculate
+    text = " ".join(x.value for x in at.markdown)
+    assert "**do not speculate** (gamma = 0, 1.00x)" in text
+    assert f"raises the step cost from 1 to {costs.c + costs.v[1]:.3f} target steps" in text
+    table = at.dataframe[0].value
+    assert list(table["gamma"]) == list(range(9)) and list(table["v(gamma)"])[1] == f"{costs.v[1]:.3f}"
+    figs = {f["layout"]["title"]["text"].split(":")[0]: f for f in _charts(at)}
+    gamma_fig = figs["Tokens per step and speedup against draft length"]
+    heat = next(f for t, f in figs.items() if t.startswith("Best integer gamma"))
+    np.testing.assert_allclose(_array(gamma_fig["data"][1]["y"]), alg.speedup(0.8, np.arange(17), costs.c,
+                                                                                costs.v[:17]))
+    assert "v(gamma) from the decoder shape" in heat["layout"]["title"]["text"]
+    alphas, cs = np.linspace(0, 1, 201), np.linspace(0, 0.5, 201)
+    np.testing.assert_array_equal(_array(heat["data"][1]["z"]), alg.best_gamma_map(alphas, cs, costs.v, 32)[0])
+    assert "Why this gamma" in figs
+
+
+def assert_readouts_shape(at, alpha: float, gamma: int, costs) -> None:
+    """The readouts equal the core's numbers with c and v(gamma) from the shape, the search using v(gamma)."""
+    v = float(costs.v[gamma])
+    m = metrics(at)
+    assert m["Step cost"] == f"{alg.step_cost(gamma, costs.c, v):.3f}"
+    assert m["Speedup"] == f"{alg.speedup(alpha, gamma, costs.c, v):.2f}x"
+    g, s = alg.best_gamma(alpha, costs.c, costs.v, 32)
+    assert m["Best integer gamma"] == str(g)
+    assert any(f"{s:.2f}x at best" == (x.delta or "") for x in at.metric)
+
+
+def test_decoder_shape_mode_batch_moves_v_and_the_best_gamma(app_test):
+    at = app_test(PAGE, cost="shape", ctx="256", alpha="0.8")
+    assert_clean(at)
+    small = _shape_costs(16, 256)
+    assert metrics(at)["Best integer gamma"] == str(alg.best_gamma(0.8, small.c, small.v, 32)[0]) == "4"
+    assert_readouts_shape(at, 0.8, 3, small)
+    at.number_input(key="algebra.batch").set_value(512).run()
+    assert_clean(at)
+    large = _shape_costs(512, 256)
+    assert metrics(at)["v(gamma = 3) at B = 512"] == f"{large.v[3]:.3f}" != f"{small.v[3]:.3f}"
+    assert metrics(at)["Best integer gamma"] == "0"
+    assert_readouts_shape(at, 0.8, 3, large)
+    at.radio(key="algebra.cost").set_value("free").run()                      # back to free c and v
+    assert_clean(at)
+    assert "Best integer gamma" in metrics(at) and "c at B = 512" not in metrics(at)
+
+
+def test_decoder_shape_mode_with_decay_rates_searches_with_v_by_gamma(app_test):
+    at = app_test(PAGE, cost="shape", batch="256", ctx="2048", alpha="0.9", mode="decay")
+    assert_clean(at)
+    costs = _shape_costs(256, 2048)
+    rates = alg.decay_alphas(0.9, 0.9, 32)
+    g, s = alg.best_gamma_positional(rates, costs.c, costs.v)
+    assert metrics(at)["Best integer gamma"] == str(g)
+    assert any(f"{s:.2f}x at best" == (x.delta or "") for x in at.metric)
+
+
+def test_decoder_shape_mode_fp8_kv_and_unsupported_fp8(app_test):
+    at = app_test(PAGE, cost="shape", prec="fp8", kv="fp8", ctx="16384", batch="64")
+    assert_clean(at)
+    costs = _shape_costs(64, 16384, mode="fp8", kv="fp8")
+    assert metrics(at)["v(gamma = 3) at B = 64"] == f"{costs.v[3]:.3f}"
+    at = app_test(PAGE, cost="shape", hw="A100 SXM 80GB", prec="fp8")
+    assert_clean(at)
+    assert any("no FP8 tensor cores" in w.value and "using BF16" in w.value for w in at.warning)
+    assert metrics(at)["v(gamma = 3) at B = 16"] == f"{_shape_costs(16, 2048, hw='A100 SXM 80GB').v[3]:.3f}"
+
+
+def test_the_roofline_link_opens_the_same_workload(app_test):
+    """The roofline page's link carries the shape; the algebra then shows the roofline's own c(B) and v(B)."""
+    from urllib.parse import parse_qsl, urlparse
+
+    from specdec_core import roofline as rl
+    from specdec_core import steptime as stp
+
+    roof = app_test("views/roofline.py", batch="128", ceil="achievable")
+    link = next(x.value for x in roof.markdown if "/algebra?cost=shape" in x.value)
+    url = link[link.index("(/algebra?") + 1: link.index(")", link.index("(/algebra?"))]
+    query = dict(parse_qsl(urlparse(url).query))
+    assert query["batch"] == "128" and query["ceil"] == "achievable" and "v" not in query
+    at = app_test(PAGE, **query)
+    assert_clean(at)
+    ach = rl.achievable(rl.HARDWARE["H100 SXM"], 0.799, 0.896)
+    cur = stp.spec_curve(stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], ach, "bf16", 3, 0.8, 2048,
+                         128)
+    m = metrics(at)
+    assert m["c at B = 128"] == f"{float(cur.c):.4f}" and m["v(gamma = 3) at B = 128"] == f"{float(cur.v):.3f}"
+    assert m["Speedup"] == f"{float(cur.speedup):.2f}x" == {x.label: x.value for x in roof.metric}[
+        "Speedup at B = 128"]
+
+
 # ------------------------------------------------------ issue 16: the paper's table, deep links, temperature ----
 # Leviathan et al., ICML 2023, Table 2, typed in from the paper: (task, draft, temp, gamma, alpha, speedup).
 TABLE_2 = [

@@ -12,3 +12,15 @@ def test_home_shows_the_same_thirty_second_answer_as_the_interview_page(app_test
     assert [i.value for i in home.info] == [ic.THIRTY_SECOND_ANSWER] == [interview.info[0].value]
     links = [(pl.proto.page, pl.proto.query_string) for pl in home.get("page_link")]
     assert ("interview", "part=30-second") in links
+
+
+def test_home_does_not_promise_sooner_and_names_its_v(app_test):
+    """Issue 14: the output is exactly the target's law; sooner only when acceptance and costs allow it."""
+    at = app_test("views/home.py")
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "only sooner" not in text
+    assert ("exactly the target's distribution. Whether it comes sooner depends on the acceptance and on the "
+            "costs") in text
+    speedup = next(m for m in at.metric if m.label == "Speedup")
+    assert "v = 1" in speedup.help and "small batch" in speedup.help

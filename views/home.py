@@ -29,14 +29,18 @@ def render() -> None:
         "*target* model checks all of the guesses in a single forward pass. A guess is kept with "
         "probability $\\min(1, p/q)$; at the first refusal the target supplies a replacement drawn "
         "from the leftover mass $(p-q)_+$, and when every guess survives it adds one more token of "
-        "its own. The text that comes out has exactly the target's distribution, only sooner."
+        "its own. The text that comes out has exactly the target's distribution. Whether it comes sooner "
+        "depends on the acceptance and on the costs: at a large batch the verify pass is no longer nearly free, "
+        "and speculation can be slower than plain decoding."
     )
 
     n = headline()
     st.subheader(f"The seed's worked case: alpha = {ALPHA}, gamma = {GAMMA}, c = {C}, v = {V:g}")
     cols = st.columns(4)
     cols[0].metric("Tokens per target pass", f"{n['tokens']:.2f}")
-    cols[1].metric("Speedup", f"{n['speedup']:.2f}x")
+    cols[1].metric("Speedup", f"{n['speedup']:.2f}x",
+                   help="With v = 1: a verify pass costs one decode step, as at a small batch. At a large batch "
+                        "v grows with gamma and this falls; the Roofline page prices it by batch.")
     cols[2].metric("As alpha -> 0", f"{n['worst']:.2f}x", help="Every draft token refused: a slowdown.")
     cols[3].metric("As alpha -> 1", f"{n['ceiling']:.2f}x", help="Every draft token kept: the gamma + 1 ceiling.")
     st.latex(
