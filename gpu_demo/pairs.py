@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,11 +145,59 @@ def warm_up(pair: Pair, n_tokens: int = 24, gamma: int = 4) -> float:
     return time.perf_counter() - t0
 
 
+class DamagedFile(ValueError):
+    """A pair's file is missing or cannot be read; the message names the file."""
+
+
+def unreadable(path: Path) -> str | None:
+    """Why path cannot be read as its suffix says (missing, not JSON, a cut or damaged safetensors header), or None.
+
+    A safetensors file is checked by opening it, which reads its header and checks that the data covers the file.
+    """
+    if not path.is_file():
+        return "the file is missing"
+    try:
+        if path.suffix == ".json":
+            json.loads(path.read_text())
+        elif path.suffix == ".safetensors":
+            from safetensors import safe_open
+
+            with safe_open(str(path), "pt") as f:
+                f.keys()
+    except Exception as exc:  # noqa: BLE001 - every reader failure is a reason to report
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def damaged(paths: Iterable[Path], exc: BaseException) -> ValueError:
+    """The error for a failed load: DamagedFile naming the first unreadable path, else exc's text and the paths read."""
+    paths = list(paths)
+    for path in paths:
+        why = unreadable(path)
+        if why is not None:
+            return DamagedFile(f"{path}: {why}")
+    return ValueError(f"{type(exc).__name__}: {exc} (while reading {', '.join(map(str, paths))})")
+
+
+def _builtin_files(assets: Path) -> list[Path]:
+    """The files load_builtin reads: target (and its expert, if target.json names one), then draft."""
+    names = ["target"]
+    try:
+        expert = json.loads((assets / "target.json").read_text()).get("expert")
+        names += [expert] if isinstance(expert, str) else []
+    except (OSError, ValueError, AttributeError):
+        pass
+    return [assets / f"{n}.{ext}" for n in (*names, "draft") for ext in ("json", "safetensors")]
+
+
 def load_builtin(device: torch.device, dtype: torch.dtype | None = None, assets: Path = ASSETS) -> Pair:
     """The embedded character-level pair from assets/{target,draft}.{safetensors,json}; float32 by default."""
     dtype = dtype or torch.float32
-    target, tmeta = load_char_model(assets, "target", device, dtype)
-    draft, dmeta = load_char_model(assets, "draft", device, dtype)
+    try:
+        target, tmeta = load_char_model(assets, "target", device, dtype)
+        draft, dmeta = load_char_model(assets, "draft", device, dtype)
+    except Exception as exc:  # the readers' own messages do not say which file
+        raise damaged(_builtin_files(Path(assets)), exc) from exc
     if tmeta["vocab"] != dmeta["vocab"]:
         raise ValueError("built-in target and draft were trained with different alphabets")
     tok = CharTokenizer(tmeta["vocab"])

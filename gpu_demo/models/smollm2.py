@@ -7,11 +7,13 @@ the lookup pair ``max_ngram``/``min_ngram``.
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from gpu_demo.drafters import LookupDrafter, ModelDrafter
-from gpu_demo.models.gguf import LICENSE, SmolLM2, load_smollm2, render_chat
-from gpu_demo.pairs import Pair
+from gpu_demo.models.gguf import LICENSE, SmolLM2, SmolLM2Unavailable, cache_dir, gguf_path, load_smollm2, render_chat
+from gpu_demo.pairs import Pair, damaged
 
 
 class SmolTokenizer:
@@ -48,6 +50,29 @@ def _dtype(device: torch.device, dtype: torch.dtype | str | None) -> torch.dtype
     return dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
 
 
+_TARGETS: dict[tuple[str, str, int], SmolLM2] = {}
+_TARGETS_LOCK = threading.Lock()
+
+
+def shared_target(device: torch.device, dtype: torch.dtype, max_len: int) -> SmolLM2:
+    """SmolLM2 loaded once per process and (device, dtype, cache length), shared by both SmolLM2 pairs.
+
+    Sharing one 540 MB target is safe where runs on a device take turns (the live page's device queue) and
+    every run resets the caches it uses (decode._prefill). A failed load is not kept: the next call retries.
+    """
+    key = (str(torch.device(device)), str(dtype), int(max_len))
+    with _TARGETS_LOCK:  # held while loading, so two pairs asking at once load it once
+        if key not in _TARGETS:
+            try:
+                _TARGETS[key] = load_smollm2(device=device, dtype=dtype, max_len=max_len)
+            except SmolLM2Unavailable:
+                raise
+            except Exception as exc:  # the readers' own messages do not say which file
+                files = [cache_dir(gguf_path()) / n for n in ("config.json", "model.safetensors", "tokenizer.json")]
+                raise damaged(files, exc) from exc
+        return _TARGETS[key]
+
+
 def _info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
     """Facts for display."""
     return {
@@ -71,7 +96,7 @@ def load_lookup_pair(
     """SmolLM2 target + prompt-lookup draft (deterministic, q one-hot). Options may come as CLI strings."""
     dt = _dtype(device, dtype)
     max_len, max_ngram, min_ngram = int(max_len), int(max_ngram), int(min_ngram)
-    smol = load_smollm2(device=device, dtype=dt, max_len=max_len)
+    smol = shared_target(device, dt, max_len)
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
     drafter = LookupDrafter(smol.model.vocab_size, max_ngram=max_ngram, min_ngram=min_ngram)
     info = _info(smol, dt, f"prompt lookup (n-gram {min_ngram}..{max_ngram})")
@@ -84,8 +109,13 @@ def load_draft_pair(device: torch.device, dtype: torch.dtype | str | None = None
 
     dt = _dtype(device, dtype)
     max_len = int(max_len)
-    smol = load_smollm2(device=device, dtype=dt, max_len=max_len)
-    draft = load_draft(smol.model, max_len=max_len)
+    smol = shared_target(device, dt, max_len)
+    try:
+        draft = load_draft(smol.model, max_len=max_len)
+    except Exception as exc:  # name the damaged file
+        from gpu_demo.training.smollm2_draft import ASSETS, DRAFT_NAME
+
+        raise damaged([ASSETS / f"{DRAFT_NAME}.json", ASSETS / f"{DRAFT_NAME}.safetensors"], exc) from exc
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
     info = _info(smol, dt, "distilled 2-layer Llama draft")
     info["draft_params"] = draft.num_params()

@@ -63,24 +63,33 @@ def pair_description(name: str) -> str:
     return f"{spec.description} License: {spec.license}. Load: {spec.load_cost}."
 
 
-@st.cache_resource(max_entries=3, show_spinner="Loading the model pair (once per server, shared by all sessions)...")
+# One entry per (pair, device): cycling through every pair never evicts (and reloads) one. The SmolLM2 pairs
+# also share one target per device (gpu_demo.models.smollm2.shared_target), so "once per server" holds.
+PAIR_CACHE_ENTRIES = len(gp.PAIRS) * len(("cpu", "cuda"))
+
+
+@st.cache_resource(max_entries=PAIR_CACHE_ENTRIES,
+                   show_spinner="Loading the model pair (once per server, shared by all sessions)...")
 def shared_pair(name: str, device: str, assets: str | None) -> SharedPair:
-    """Load pair `name` on `device` once per process and warm it up; a failure is kept as a message, never raised."""
+    """Load pair `name` on `device` once per process and warm it up. A failure raises, and st.cache_resource
+    keeps no exception, so the next page run retries (after the file is fixed, without a server restart)."""
     t0 = time.perf_counter()
     options = {"assets": Path(assets)} if (assets and name == "builtin") else {}
-    try:
-        pair = gp.load_pair(name, device, **options)
-        load_s = time.perf_counter() - t0
-        gp.warm_up(pair)  # so the first run's c and v are not inflated by cold-start costs
-        return SharedPair(name, device, pair, None, load_s, device_queue(device))
-    except Exception as exc:  # noqa: BLE001 - any loader failure becomes a message on the page
-        error = f"{type(exc).__name__}: {exc}"
-        return SharedPair(name, device, None, error, time.perf_counter() - t0, device_queue(device))
+    pair = gp.load_pair(name, device, **options)
+    load_s = time.perf_counter() - t0
+    gp.warm_up(pair)  # so the first run's c and v are not inflated by cold-start costs
+    return SharedPair(name, device, pair, None, load_s, device_queue(device))
 
 
 def get_pair(name: str, device: str) -> SharedPair:
-    """The shared pair for (name, device), honouring the SPECDEC_BUILTIN_ASSETS override."""
-    return shared_pair(name, device, os.environ.get(ASSETS_ENV) or None)
+    """The shared pair for (name, device), honouring the SPECDEC_BUILTIN_ASSETS override; a failed load comes
+    back as a SharedPair whose error names the file (gpu_demo.pairs.damaged) and is not cached."""
+    t0 = time.perf_counter()
+    try:
+        return shared_pair(name, device, os.environ.get(ASSETS_ENV) or None)
+    except Exception as exc:  # noqa: BLE001 - any loader failure becomes a message on the page
+        error = f"{type(exc).__name__}: {exc}"
+        return SharedPair(name, device, None, error, time.perf_counter() - t0, device_queue(device))
 
 
 def device_name(sp: SharedPair) -> str:
