@@ -61,6 +61,39 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "OpenMP hand-offs cost milliseconds on a busy machine)")
 
 
+def _add_constraint(p: argparse.ArgumentParser) -> None:
+    """--regex R | --json-schema FILE | --lark FILE (issue 18: constrained decoding with llguidance)."""
+    grp = p.add_mutually_exclusive_group()
+    grp.add_argument("--regex", metavar="R", help="constrain the generated text to match the regular expression R")
+    grp.add_argument("--json-schema", metavar="FILE", help="constrain the generated text to JSON valid under FILE")
+    grp.add_argument("--lark", metavar="FILE", help="constrain the generated text to the Lark grammar in FILE")
+    p.add_argument("--constrain-prompt", action="store_true",
+                   help="the prompt is the start of the constrained text (raw continuations, e.g. the builtin pair)")
+
+
+def _constraint_source(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(kind, source) from --regex / --json-schema FILE / --lark FILE, or None; ValueError if a file is unreadable."""
+    if args.regex is not None:
+        return "regex", args.regex
+    for kind, path in (("json", args.json_schema), ("lark", args.lark)):
+        if path is not None:
+            try:
+                return kind, Path(path).read_text()
+            except OSError as exc:
+                raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return None
+
+
+def _constraint(args: argparse.Namespace, pair, ids: list[int]):
+    """The request's Constraint over the pair's tokenizer (None without one); ValueError with a plain message."""
+    spec = _constraint_source(args)
+    if spec is None:
+        return None
+    from gpu_demo.constraints import build
+
+    return build(*spec, pair.tokenizer, pair.target.vocab_size, prefix=ids if args.constrain_prompt else ())
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     """Print a generation with token kinds marked, then a stats line."""
     from gpu_demo.decode import autoregressive, run, speculative
@@ -76,11 +109,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     ids = pair.tokenizer.encode(text)
     stops = pair.info.get("stop_tokens", ())  # an instruct model's end-of-turn token ends the reply
     samp = _sampling(args)
+    constraint = _constraint(args, pair, ids)
     if args.gamma == 0:
-        gen = autoregressive(pair.target, ids, args.max_new_tokens, samp, seed=args.seed, stop_tokens=stops)
+        gen = autoregressive(pair.target, ids, args.max_new_tokens, samp, seed=args.seed, stop_tokens=stops,
+                             constraint=constraint)
     else:
         gen = speculative(pair.target, pair.drafter, ids, args.max_new_tokens, args.gamma, samp, seed=args.seed,
-                          stop_tokens=stops)
+                          stop_tokens=stops, constraint=constraint)
     res = run(gen)
     colour = sys.stdout.isatty() and not args.plain
     out = [args.prompt + ("\n" if chat else "")]
@@ -111,6 +146,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         f"{'no draft (gamma 0)' if math.isnan(alpha) else f'alpha {alpha:.3f}'} | {n_tok / dec_s:.0f} tokens/s | "
         f"load {load_s:.2f} s"
     )
+    if constraint is not None:
+        state, detail = constraint.check(res.tokens)
+        print(f"-- constraint {constraint.describe()}: {state}{(': ' + detail) if detail else ''}")
     return 0
 
 
@@ -121,7 +159,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     pair = load_pair(args.pair, args.device, **_loader_options(args))
     prompts = args.prompt or list(BUILTIN_PROMPTS)
-    report = measure(pair, prompts, _gammas(args.gamma), _sampling(args), args.max_new_tokens, args.repeats, args.seed)
+    report = measure(pair, prompts, _gammas(args.gamma), _sampling(args), args.max_new_tokens, args.repeats, args.seed,
+                     constraint=_constraint_source(args), constrain_prompt=args.constrain_prompt)
     print(format_table(report))
     if args.json:
         path = Path(args.json)
@@ -164,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate", help="generate text with token kinds marked")
     _add_common(g)
+    _add_constraint(g)
     g.add_argument("--prompt", required=True)
     g.add_argument("--gamma", type=int, default=4, help="draft length (0 = plain autoregressive)")
     g.add_argument("--max-new-tokens", type=int, default=200)
@@ -174,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_generate)
     b = sub.add_parser("bench", help="measured vs predicted speedup over gamma")
     _add_common(b)
+    _add_constraint(b)
     b.add_argument("--gamma", default="1-8", help="e.g. 4, 1,2,4 or 1-8")
     b.add_argument("--max-new-tokens", type=int, default=200)
     b.add_argument("--repeats", type=int, default=3)

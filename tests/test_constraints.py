@@ -173,3 +173,23 @@ def test_forgetting_the_kv_rollback_changes_the_output_and_the_cache_runs_ahead(
     assert bad.tokens != ar
     last = bad.events[-1]
     assert last.kv_target > len(ids) + len(bad.tokens) - 1  # stale entries of rejected drafts are still there
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+
+
+def test_cli_generate_with_a_regex_prints_the_check_and_bad_constraints_exit_2(capsys, tmp_path) -> None:
+    from gpu_demo.__main__ import main
+
+    rc = main(["generate", "--pair", "builtin", "--device", "cpu", "--prompt", "It is a truth", "--constrain-prompt",
+               "--regex", SHORT.source, "--temperature", "0", "--max-new-tokens", "30", "--plain"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "-- constraint regex" in out and ": violated" not in out
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"type": "objectx"}')
+    for args, message in [(["--regex", "abc("], "unclosed group"), (["--json-schema", str(bad)], "Invalid type"),
+                          (["--lark", str(tmp_path / "missing.lark")], "cannot read"),
+                          (["--regex", "[a-z]+", "--constrain-prompt"], "already violates")]:
+        assert main(["generate", "--pair", "builtin", "--device", "cpu", "--prompt", "It is", *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
+from gpu_demo.constraints import Constraint, build
 from gpu_demo.decode import RoundEvent, autoregressive, run, speculative
 from gpu_demo.measure.stats import alpha_per_position, mean_accepted_length, overall_alpha
 from gpu_demo.pairs import Pair
@@ -50,14 +51,16 @@ class RunStats:
 
 
 def _decode_all(pair: Pair, prompts: Sequence[list[int]], n_new: int, sampling: SamplingConfig,
-                gamma: int | None, seed: int) -> RunStats:
+                gamma: int | None, seed: int, constraints: Sequence[Constraint | None] = ()) -> RunStats:
     """Autoregressive (gamma None) or speculative runs over every prompt; wall time without prefill."""
     secs, toks, evs = 0.0, 0, []
     for i, ids in enumerate(prompts):
+        c = constraints[i] if constraints else None  # issue 18: one constraint per prompt (its prefix may differ)
         if gamma is None:
-            gen = autoregressive(pair.target, ids, n_new, sampling, seed=seed + i, topk=5)
+            gen = autoregressive(pair.target, ids, n_new, sampling, seed=seed + i, topk=5, constraint=c)
         else:
-            gen = speculative(pair.target, pair.drafter, ids, n_new, gamma, sampling, seed=seed + i, topk=5)
+            gen = speculative(pair.target, pair.drafter, ids, n_new, gamma, sampling, seed=seed + i, topk=5,
+                              constraint=c)
         res = run(gen)
         secs += res.wall_s - res.events[0].prefill_s
         toks += len(res.tokens)
@@ -81,6 +84,7 @@ def _row(gamma: int, spec: RunStats, ar_s_per_tok: float, t_target: float) -> di
         "mean_accepted_length": mean_accepted_length(ev), "c": c, "v": v,
         "draft_step_ms": 1e3 * draft_step, "spec_ms_per_token": 1e3 * spec.seconds / spec.tokens,
         "predicted_speedup": predicted, "measured_speedup": measured, "measured_over_predicted": measured / predicted,
+        "mask_ms_per_round": 1e3 * statistics.fmean(e.mask_s for e in ev),  # 0 without a constraint
     }
 
 
@@ -107,12 +111,20 @@ def measure(
     repeats: int = 3,
     seed: int = 0,
     progress: bool = True,
+    constraint: tuple[str, str] | None = None,
+    constrain_prompt: bool = False,
 ) -> dict:
-    """Benchmark autoregressive vs speculative on `pair` for each gamma; medians over `repeats`."""
+    """Benchmark autoregressive vs speculative on `pair` for each gamma; medians over `repeats`.
+
+    ``constraint`` = (kind, source) decodes every run under it (gpu_demo.constraints.build; with
+    ``constrain_prompt`` each prompt is the start of the constrained text).
+    """
     ids = [pair.tokenizer.encode(p) for p in prompts]
+    cons = [build(*constraint, pair.tokenizer, pair.target.vocab_size, prefix=i if constrain_prompt else ())
+            for i in ids] if constraint else []
     with torch.inference_mode():
-        _decode_all(pair, ids[:1], 20, sampling, None, seed)  # warm-up: allocations, caches
-        _decode_all(pair, ids[:1], 20, sampling, max(gammas), seed)
+        _decode_all(pair, ids[:1], 20, sampling, None, seed, cons[:1])  # warm-up: allocations, caches
+        _decode_all(pair, ids[:1], 20, sampling, max(gammas), seed, cons[:1])
     per_gamma: dict[int, list[dict]] = {g: [] for g in gammas}
     ar_rows: list[dict] = []
     bar = None
@@ -122,13 +134,13 @@ def measure(
     t_start = time.perf_counter()
     for rep in range(repeats):
         s = seed + 1000 * rep
-        ar1 = _decode_all(pair, ids, max_new_tokens, sampling, None, s)
+        ar1 = _decode_all(pair, ids, max_new_tokens, sampling, None, s, cons)
         bar and bar.update()
         specs = {}
         for g in gammas:
-            specs[g] = _decode_all(pair, ids, max_new_tokens, sampling, g, s)
+            specs[g] = _decode_all(pair, ids, max_new_tokens, sampling, g, s, cons)
             bar and bar.update()
-        ar2 = _decode_all(pair, ids, max_new_tokens, sampling, None, s)
+        ar2 = _decode_all(pair, ids, max_new_tokens, sampling, None, s, cons)
         bar and bar.update()
         ar_s_per_tok = (ar1.seconds + ar2.seconds) / (ar1.tokens + ar2.tokens)
         t_target = statistics.fmean(e.verify_s for e in ar1.events + ar2.events)
@@ -141,6 +153,7 @@ def measure(
     best = max(rows, key=lambda r: r["measured_speedup"])
     return {
         "pair": pair.name, "device": str(pair.device), "sampling": sampling.__dict__ | {"greedy": sampling.greedy},
+        "constraint": list(constraint) if constraint else None,
         "prompts": list(prompts), "max_new_tokens": max_new_tokens, "repeats": repeats, "seed": seed,
         "ar_ms_per_token": statistics.median(r["ar_ms_per_token"] for r in ar_rows),
         "target_step_ms": statistics.median(r["target_step_ms"] for r in ar_rows),
