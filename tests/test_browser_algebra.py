@@ -33,7 +33,7 @@ def test_slider_changes_readout(page, streamlit_url):
     assert_no_error(page)
     screenshot(page, "algebra-slowdown")
 
-    nudge_slider(page, "gamma__slider", -1)           # gamma 4 -> 3 with the keyboard
+    nudge_slider(page, "algebra-gamma__slider", -1)           # gamma 4 -> 3 with the keyboard
     _await_metric(page, 2, f"{speedup(0.8, 3, 0.05, 3.5):.2f}x")
     after = _metrics(page)
     assert after[2] == f"{speedup(0.8, 3, 0.05, 3.5):.2f}x", after
@@ -54,7 +54,7 @@ def test_per_position_rates_change_readout_and_url(page, streamlit_url):
     before = _metrics(page)
     rates = [0.2, 0.7 * 0.9, 0.7 * 0.81]                        # alpha_1 typed, rows 2 and 3 from the decay model
     want = f"{expected_tokens_positional(rates):.3f}"
-    box = page.locator('.st-key-aj input')
+    box = page.locator('.st-key-algebra-aj input')
     box.fill("0.2")
     box.press("Enter")
     page.wait_for_timeout(300)

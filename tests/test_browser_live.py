@@ -67,7 +67,7 @@ def test_stop_and_a_changed_setting_end_a_run_cleanly(page, streamlit_url):
     page.locator(".st-key-run_btn button").first.click()
     page.locator(".live-tokens").first.wait_for(timeout=60_000)
     page.wait_for_timeout(300)
-    box = page.locator(".st-key-gamma input").first
+    box = page.locator(".st-key-live-gamma input").first
     box.fill("3")
     box.press("Enter")
     page.get_by_text("Stopped because a setting changed").first.wait_for(timeout=60_000)
@@ -75,8 +75,8 @@ def test_stop_and_a_changed_setting_end_a_run_cleanly(page, streamlit_url):
     assert_no_error(page)
     screenshot(page, "live-stopped")
     # The shared model is free again: a short run completes.
-    page.locator(".st-key-maxnew input").first.fill("20")
-    page.locator(".st-key-maxnew input").first.press("Enter")
+    page.locator(".st-key-live-maxnew input").first.fill("20")
+    page.locator(".st-key-live-maxnew input").first.press("Enter")
     wait_for_app(page)
     page.locator(".st-key-run_btn button").first.click()
     page.get_by_text("Predicted", exact=False).first.wait_for(timeout=120_000)

@@ -195,7 +195,7 @@ def set_value(name: str, value: Any) -> bool:
 
 def _refuse(name: str, spec: Spec, what: str, used: Any) -> None:
     """Remember a refusal: what was refused, why, and the value used; shown above the control."""
-    msg = f"{what}; using {spec.show(used)}. Allowed: {md(spec.allowed())}."
+    msg = f"{what}; using {spec.show(used)}. Allowed: {md(spec.allowed(), 600)}."
     _table(REFUSED)[name] = (msg, used)
 
 
