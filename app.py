@@ -14,7 +14,10 @@ st.set_page_config(page_title="specdec-lab", page_icon=":material/fast_forward:"
 register_template()
 
 PAGES = [
-    st.Page("views/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
+    # Home is served at /. A default page still reserves its url_path, so it takes an unused one ("index"),
+    # and a hidden alias makes /home, the path people type and the README once printed, open Home too.
+    st.Page("views/home.py", title="Home", icon=":material/home:", url_path="index", default=True),
+    st.Page("views/home.py", title="Home", icon=":material/home:", url_path="home", visibility="hidden"),
     st.Page("views/algebra.py", title="Algebra", icon=":material/functions:", url_path="algebra"),
     st.Page("views/roofline.py", title="Roofline", icon=":material/speed:", url_path="roofline"),
     st.Page("views/proof.py", title="Proof", icon=":material/verified:", url_path="proof"),

@@ -40,8 +40,23 @@ def test_answer_a_drill_right_then_wrong(page, streamlit_url):
     _answer(page, "speedup", "9")
     errors = _alerts(page, "Error")
     assert errors == [f"Not quite: the answer is {drill.answer():.4g}."], errors
-    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"0 / {len(dr.DRILL_KINDS)}"
+    # the solution was shown after the first answer, so the score keeps that first answer
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(dr.DRILL_KINDS)}"
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_a_crossover_drill_takes_the_rounded_batch(page, streamlit_url):
+    """Seed 2: H100 PCIe, W8A16, gamma 7, crossover 23.62. A batch is whole requests: "24" is right."""
+    open_page(page, streamlit_url, "interview", "part=Drills&seed=2")
+    drill = dr.make_drill("crossover", "2")
+    assert 23 < drill.answer() < 24
+    assert page.get_by_text(dt.prompt(drill)).count() == 1
+    _answer(page, "crossover", str(round(drill.answer())))
+    success = _alerts(page, "Success")
+    assert len(success) == 1 and "whole number of requests" in success[0] and "23 or 24" in success[0], success
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(dr.DRILL_KINDS)}"
+    assert_no_error(page)
+    screenshot(page, "interview-crossover-integer")
 
 
 def test_classroom_mode_hides_sidebar_and_enlarges_type(page, streamlit_url):

@@ -117,8 +117,8 @@ def _graded(drill: dr.Drill, seed: str) -> None:
         st.error(g.message, icon=":material/cancel:")
     if g.valid:
         first = session_default(SCORE, {}).get((seed, drill.kind))
-        st.caption(f"Scored on your first answer ({'right' if first else 'not right'}): the worked solution below "
-                   "was shown after it, so later answers are checked but do not change the score.")
+        st.caption(f"Scored on your first answer ({'right' if first else 'not right'}): the solution below "
+                   "appeared after it, so later answers are checked but do not change the score.")
         _solution(drill, large=False)
 
 
