@@ -80,17 +80,27 @@ def race_runs(rec: RunRecord) -> list[Measured]:
 # ------------------------------------------------------------------------------------------ wording
 
 
+FACTOR_NAMES = {"accept": "the acceptance draw", "spec_round": "per-round overhead the algebra does not model",
+                "base_step": "the baseline's own overhead"}
+
+
 def _gap_factors(s: RepeatSummary) -> str:
-    """measured / predicted as the product of its three factors (medians over repeats)."""
+    """measured / predicted as the product of its three factors (medians over repeats), the largest named."""
+    f = {k: getattr(s, k).median for k in FACTOR_NAMES}
     ms = 1e3 * s.overhead_s_per_round.median
-    return (
-        f"It splits exactly into three factors, measured / predicted = {fmt(s.accept.median, 2)} x "
-        f"{fmt(s.spec_round.median, 2)} x {fmt(s.base_step.median, 2)} (medians): the acceptance draw "
-        f"({fmt(s.tokens_per_pass.median, 2)} tokens per round against the E[N] of the measured alpha_j); per-round "
-        f"overhead the algebra does not model ({fmt(ms, 2)} ms per round outside the draft and verify passes: "
-        "sampling, the acceptance test, cache rollback, Python between passes); and the baseline's own overhead "
-        "(its wall time per token over its forward pass, which is the unit of c and v)."
+    text = (
+        f"It is the product of three factors (medians), measured / predicted = {fmt(f['accept'], 2)} x "
+        f"{fmt(f['spec_round'], 2)} x {fmt(f['base_step'], 2)}: the acceptance draw "
+        f"({fmt(s.tokens_per_pass.median, 2)} tokens per round against the E[N] of the measured alpha_j); "
+        "per-round overhead the algebra does not model "
+        f"({fmt(ms, 2)} ms per round outside the draft and verify passes: sampling, the acceptance test, cache "
+        "rollback, Python between passes); and the baseline's own overhead (its wall time per token over its forward "
+        "pass, which is the unit of c and v)."
     )
+    finite = {k: abs(math.log(v)) for k, v in f.items() if math.isfinite(v) and v > 0}
+    if finite:
+        text += f" The largest is {FACTOR_NAMES[max(finite, key=finite.get)]}."
+    return text
 
 
 def gap_sentence(s: RepeatSummary, reading: GapReading | None = None) -> str:
@@ -100,10 +110,13 @@ def gap_sentence(s: RepeatSummary, reading: GapReading | None = None) -> str:
         return ("No measured speedup yet: the baseline did not run to its end (the race stopped before it), so "
                 "there is nothing to set the prediction against.")
     if r.kind == "no-prediction":
-        head = (f"Measured {fmt(r.measured, 2, 'x')}{' (a slowdown)' if r.slowdown else ''}, but the algebra has "
-                "nothing to predict from: no draft token was timed (a run this short may draft none), so c is "
-                "undefined. Use more tokens.")
-        return head
+        if s.c.n == 0:
+            return (f"Measured {fmt(r.measured, 2, 'x')}{' (a slowdown)' if r.slowdown else ''}, but the algebra has "
+                    "nothing to predict from: nothing was drafted (a run this short may draft nothing), so c is "
+                    "undefined; and with no drafts both sides ran the same target steps, so that measured number is "
+                    "timer noise. Use more tokens.")
+        return (f"Measured {fmt(r.measured, 2, 'x')}{' (a slowdown)' if r.slowdown else ''}, but the algebra has "
+                "nothing to predict from: the measured costs are not usable (no baseline step was timed). Run again.")
     if r.slowdown:
         head = (f"This is a slowdown: speculative decoding ran at {fmt(r.measured, 2, 'x')} the baseline's speed. "
                 + (f"The algebra predicted a slowdown too ({fmt(r.predicted, 2, 'x')}): at this acceptance the draft "
@@ -117,9 +130,7 @@ def gap_sentence(s: RepeatSummary, reading: GapReading | None = None) -> str:
     elif r.kind == "below":
         gap = f"Measured is {1 - r.ratio:.0%} below predicted. " + _gap_factors(s) + " "
     else:
-        gap = (f"Measured is {r.ratio - 1:.0%} above predicted: the baseline's per-token overhead slows the "
-               "autoregressive side more than the per-round overhead slows the speculative one. "
-               + _gap_factors(s) + " ")
+        gap = f"Measured is {r.ratio - 1:.0%} above predicted. " + _gap_factors(s) + " "
     if s.repeats < 2:
         tail = "One repeat gives no spread to judge the noise by; use 3 or more."
     elif r.noisy:
@@ -179,17 +190,17 @@ def spread_table(s: RepeatSummary, key: str = "spread_table") -> None:
     }, hide_index=True, key=key)
 
 
-def vllm_block(counts: SpecDecodeCounts, alphas: np.ndarray, key: str = "") -> None:
+def vllm_block(counts: SpecDecodeCounts, alphas: np.ndarray, table: bool = True, key: str = "") -> None:
     """vLLM's three quantities for these rounds, with their definitions, beside the conditional alpha_j."""
     rate, length, per_pos = counts.acceptance_rate(), counts.mean_acceptance_length(), counts.per_position_rates()
     cols = st.columns(3)
     cols[0].metric("vLLM acceptance rate", fmt(rate, 3), help="accepted / drafted tokens")
     cols[1].metric("vLLM mean acceptance length", fmt(length, 3), help="1 + accepted / drafts (bonus counted)")
-    cols[2].metric("vLLM per-position rates", ", ".join(fmt(x, 2) for x in per_pos) or "—",
+    cols[2].metric("vLLM per-position rates", ", ".join(fmt(x, 2) for x in per_pos) if counts.num_drafts else "—",
                    help="drafts with the first j tokens accepted / drafts (unconditional)")
     st.caption(VLLM_DEFINITIONS + f" Counted over {counts.num_drafts} drafts and {counts.num_draft_tokens} drafted "
                "tokens.")
-    if key and len(per_pos):
+    if table and len(per_pos):
         a = np.asarray(alphas, dtype=float)
         st.dataframe({
             "position j": list(range(1, len(per_pos) + 1)),
@@ -206,7 +217,7 @@ def panel(m: Measured, s: RepeatSummary, counts: SpecDecodeCounts, figures: bool
     panel is redrawn several times in one script run (live).
     """
     metrics_row(s)
-    vllm_block(counts, m.alphas, key=key if figures else "")
+    vllm_block(counts, m.alphas, table=figures, key=key)
     st.caption(f"{m.rounds} rounds, {m.tokens} tokens over {s.repeats} repeat(s). Predicted with the constant fit "
                f"instead of alpha_j: {fmt(m.predicted_speedup_const, 2, 'x')}; E[N] from alpha_j: "
                f"{fmt(m.expected_tokens, 3)}.")
