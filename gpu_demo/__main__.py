@@ -1,4 +1,4 @@
-"""CLI: python -m gpu_demo {generate,bench,train} ... (argparse lives only here)."""
+"""CLI: python -m gpu_demo {generate,bench,train,probe} ... (argparse lives only here)."""
 
 from __future__ import annotations
 
@@ -7,32 +7,159 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
+
+SEED_MAX = 2**63 - 1  # torch.Generator.manual_seed takes a signed 64-bit seed
+MAX_NEW_TOKENS = 100_000
+SHIPPED = Path(__file__).resolve().parent / "assets"
 
 
-def _gammas(text: str) -> list[int]:
-    """'4', '1,2,4' or '1-8' -> list of ints."""
+class CliParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (no usage block) and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def int_in(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse type: an integer in [lo, hi], refused with the range otherwise."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer (allowed: {lo} to {hi})") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is outside the allowed range {lo} to {hi}")
+        return value
+
+    return parse
+
+
+def float_in(lo: float, hi: float) -> Callable[[str], float]:
+    """An argparse type: a finite number in [lo, hi]."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number (allowed: {lo:g} to {hi:g})") from None
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise argparse.ArgumentTypeError(f"{text} is outside the allowed range {lo:g} to {hi:g}")
+        return value
+
+    return parse
+
+
+def gamma_list(text: str) -> list[int]:
+    """'4', '1,2,4' or '1-8' -> the draft lengths, each in [1, MAX_GAMMA], refused before anything is allocated."""
+    from gpu_demo.decode import MAX_GAMMA
+
     out: list[int] = []
     for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
-    return out
+        lo, dash, hi = part.strip().partition("-")
+        try:
+            a, b = int(lo), int(hi) if dash else int(lo)
+        except ValueError:
+            msg = f"{text!r} is not a list of draft lengths such as 4, 1,2,4 or 1-8"
+            raise argparse.ArgumentTypeError(msg) from None
+        if not (1 <= a <= MAX_GAMMA and 1 <= b <= MAX_GAMMA):
+            raise argparse.ArgumentTypeError(f"draft lengths must be in 1 to {MAX_GAMMA}; got {part.strip()!r}")
+        if b < a:
+            raise argparse.ArgumentTypeError(f"the range {part.strip()!r} runs backwards; write {b}-{a}")
+        out.extend(range(a, b + 1))
+    return sorted(set(out))
 
 
-def _options(pairs: list[str]) -> dict:
-    """KEY=VALUE strings -> dict for a pair loader."""
-    out = {}
+def device_name(text: str) -> str:
+    """An argparse type: auto, cpu or cuda (cuda only where PyTorch sees a GPU)."""
+    from gpu_demo.device import resolve_device
+
+    try:
+        resolve_device(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def writable_file(text: str) -> Path:
+    """An argparse type: a file path that can be written, checked by writing in its folder before any work."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a file path; got an empty one")
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a directory; give a file path")
+    _try_write_in(path.parent, path)
+    return path
+
+
+def writable_dir(text: str) -> Path:
+    """An argparse type: a directory that exists and is writable, or can be created (checked by writing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a directory; got an empty path")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a file, not a directory")
+    _try_write_in(path, path)
+    return path
+
+
+def _try_write_in(folder: Path, shown: Path) -> None:
+    """Create folder if needed and write (then delete) a scratch file in it; ArgumentTypeError naming `shown`."""
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot write {shown}: {exc.strerror or exc}") from None
+
+
+def _coerce(key: str, value: str, annotation: str) -> object:
+    """A --pair-option value as the loader's parameter type (read from its annotation)."""
+    import torch
+
+    if "dtype" in annotation:
+        dtype = getattr(torch, value, None)
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError(f"--pair-option {key}={value}: not a torch dtype (for example float32, bfloat16)")
+        return dtype
+    if "Path" in annotation:
+        return Path(value)
+    if "int" in annotation.split("|")[0]:
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"--pair-option {key}={value}: {key} must be an integer") from None
+    return value
+
+
+def _options(pair: str, pairs: list[str]) -> dict:
+    """KEY=VALUE strings -> the pair loader's keyword arguments, each checked against its signature."""
+    import inspect
+
+    from gpu_demo.pairs import PAIRS, _resolve_loader
+
+    spec = PAIRS.get(pair)
+    params = {} if spec is None else dict(list(inspect.signature(_resolve_loader(spec.loader)).parameters.items())[1:])
+    out: dict[str, object] = {}
     for kv in pairs:
         key, sep, value = kv.partition("=")
-        if not sep:
+        if not sep or not key:
             raise ValueError(f"--pair-option must look like KEY=VALUE; got {kv!r}")
-        out[key] = value
+        if key not in params:
+            raise ValueError(f"--pair-option {key!r} is not an option of pair {pair!r}; it takes: "
+                             f"{', '.join(params) or 'none'}")
+        out[key] = _coerce(key, value, str(params[key].annotation))
     return out
 
 
 def _loader_options(args: argparse.Namespace) -> dict:
     """Keyword options for the pair loader: --pair-option KEY=VALUE, plus --hf-target/--hf-draft."""
-    opts = _options(args.pair_option)
+    opts = _options(args.pair, args.pair_option)
     if args.hf_target:
         opts["target"] = args.hf_target
     if args.hf_draft:
@@ -46,17 +173,19 @@ def _sampling(args: argparse.Namespace):
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pair", default="builtin", help="builtin | smollm2-lookup | smollm2-draft | hf")
+    from gpu_demo.pairs import PAIRS
+
+    p.add_argument("--pair", default="builtin", choices=list(PAIRS), help="the target/draft pair")
     p.add_argument("--pair-option", action="append", default=[], metavar="KEY=VALUE",
                    help="option passed to the pair's loader (e.g. target=PATH draft=PATH for hf)")
     p.add_argument("--hf-target", default=None, metavar="PATH_OR_ID", help="pair 'hf': the target model")
     p.add_argument("--hf-draft", default=None, metavar="PATH_OR_ID", help="pair 'hf': the draft model")
-    p.add_argument("--device", default="auto", help="auto (CUDA if present) | cpu | cuda")
-    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
-    p.add_argument("--top-k", type=int, default=0, help="0 = off")
-    p.add_argument("--top-p", type=float, default=1.0, help="1 = off")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--device", default="auto", type=device_name, help="auto (CUDA if present) | cpu | cuda")
+    p.add_argument("--temperature", type=float_in(0.0, 100.0), default=1.0, help="0 = greedy")
+    p.add_argument("--top-k", type=int_in(0, 10**7), default=0, help="0 = off")
+    p.add_argument("--top-p", type=float_in(1e-9, 1.0), default=1.0, help="1 = off")
+    p.add_argument("--seed", type=int_in(0, SEED_MAX), default=0)
+    p.add_argument("--threads", type=int_in(1, 1024), default=1,
                    help="torch CPU threads (default 1: batch-1 decoding of small models is latency-bound, and "
                         "OpenMP hand-offs cost milliseconds on a busy machine)")
 
@@ -159,11 +288,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     pair = load_pair(args.pair, args.device, **_loader_options(args))
     prompts = args.prompt or list(BUILTIN_PROMPTS)
-    report = measure(pair, prompts, _gammas(args.gamma), _sampling(args), args.max_new_tokens, args.repeats, args.seed,
+    report = measure(pair, prompts, args.gamma, _sampling(args), args.max_new_tokens, args.repeats, args.seed,
                      constraint=_constraint_source(args), constrain_prompt=args.constrain_prompt)
     print(format_table(report))
     if args.json:
-        path = Path(args.json)
+        path = args.json
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(report, indent=2, default=str) + "\n")
         print(f"wrote {path}")
@@ -175,38 +304,51 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpu_demo.training.char import main as train_main
     from gpu_demo.training.corpus import ASSETS
 
+    out = args.out or ASSETS
+    if out.resolve() == SHIPPED and not args.force:
+        raise ValueError(f"training would overwrite the shipped weights in {SHIPPED}; pass --out DIR, "
+                         "or --force to replace them")
     builtin = [w for w in args.which if w != "smollm2-draft"]
     if builtin:
         train_main(
             builtin,
             seed=args.seed,
-            out_dir=Path(args.out) if args.out else ASSETS,
+            out_dir=out,
             steps=args.steps,
             threads=args.threads,
             stop_after=args.stop_after,
             distill_steps=args.distill_steps,
         )
     if "smollm2-draft" in args.which:  # issue 7: distil the SmolLM2 draft (gpu_demo.training.smollm2_draft)
-        from gpu_demo.training.smollm2_draft import main as smol_main
+        from gpu_demo.training.smollm2_draft import SmolDraftConfig, train
 
-        smol_main(
-            [f"--seed={args.seed}"]
-            + ([f"--steps={args.steps}"] if args.steps else [])
-            + ([f"--out={args.out}"] if args.out else [])
-        )
+        cfg = SmolDraftConfig(seed=args.seed, **({"steps": args.steps} if args.steps else {}))
+        print(json.dumps(train(cfg, out)["final"], indent=1))
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """Time a decoder's linear layers at 1, 2, 4, ... tokens per pass against the roofline model."""
+    from gpu_demo.measure.probe import PROBE_SHAPES, format_table, probe, run_to_end
+
+    res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget, threads=args.threads),
+                     lambda ev: print(f"[{ev.fraction:4.0%}] {ev.message}", flush=True))
+    print(format_table(res))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser with the three subcommands."""
-    ap = argparse.ArgumentParser(prog="python -m gpu_demo", description=__doc__)
+    from gpu_demo.decode import MAX_GAMMA
+
+    ap = CliParser(prog="python -m gpu_demo", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate", help="generate text with token kinds marked")
     _add_common(g)
     _add_constraint(g)
     g.add_argument("--prompt", required=True)
-    g.add_argument("--gamma", type=int, default=4, help="draft length (0 = plain autoregressive)")
-    g.add_argument("--max-new-tokens", type=int, default=200)
+    g.add_argument("--gamma", type=int_in(0, MAX_GAMMA), default=4, help="draft length (0 = plain autoregressive)")
+    g.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=200)
     g.add_argument("--plain", action="store_true", help="markers instead of ANSI colours")
     g.add_argument(
         "--raw", action="store_true", help="for chat models (SmolLM2): send the prompt as is, without the chat template"
@@ -215,15 +357,16 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="measured vs predicted speedup over gamma")
     _add_common(b)
     _add_constraint(b)
-    b.add_argument("--gamma", default="1-8", help="e.g. 4, 1,2,4 or 1-8")
-    b.add_argument("--max-new-tokens", type=int, default=200)
-    b.add_argument("--repeats", type=int, default=3)
+    b.add_argument("--gamma", default=gamma_list("1-8"), type=gamma_list, help="e.g. 4, 1,2,4 or 1-8")
+    b.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=200)
+    b.add_argument("--repeats", type=int_in(1, 1000), default=3)
     b.add_argument("--prompt", action="append", help="prompt (repeatable); default: four Austen openings")
     b.add_argument(
         "--json",
         metavar="PATH",
         nargs="?",
         const="artifacts/live_bench.json",
+        type=writable_file,
         help="write the full report as JSON (default path: artifacts/live_bench.json)",
     )
     b.set_defaults(func=cmd_bench)
@@ -235,18 +378,29 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["expert", "target", "draft", "smollm2-draft"],
         help="which models (trained in the order expert, target, draft: the target needs the expert)",
     )
-    t.add_argument("--seed", type=int, default=1234)
-    t.add_argument("--steps", type=int, default=None, help="override the preset's schedule length")
-    t.add_argument("--stop-after", type=int, default=None, help="keep the preset schedule, stop after N steps")
+    t.add_argument("--seed", type=int_in(0, SEED_MAX), default=1234)
+    t.add_argument("--steps", type=int_in(1, 10**7), default=None, help="override the preset's schedule length")
+    t.add_argument("--stop-after", type=int_in(1, 10**7), default=None,
+                   help="keep the preset schedule, stop after N steps")
     t.add_argument(
         "--distill-steps",
-        type=int,
+        type=int_in(0, 10**7),
         default=None,
         help="override the draft's distillation length (steps on the target's laws after the text)",
     )
-    t.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    t.add_argument("--out", default=None, help="output directory (default gpu_demo/assets)")
+    t.add_argument("--threads", type=int_in(1, 1024), default=None, help="torch CPU threads (default: torch's choice)")
+    t.add_argument("--out", type=writable_dir, default=None, help="output directory (default gpu_demo/assets)")
+    t.add_argument("--force", action="store_true", help="allow overwriting the shipped weights in gpu_demo/assets")
     t.set_defaults(func=cmd_train)
+    from gpu_demo.measure.probe import PROBE_SHAPES
+
+    pr = sub.add_parser("probe", help="time linear layers at growing tokens per pass (the roofline probe)")
+    pr.add_argument("--shape", choices=list(PROBE_SHAPES), default="Llama-3.2-1B, 1 layer")
+    pr.add_argument("--device", default="auto", type=device_name, help="auto (CUDA if present) | cpu | cuda")
+    pr.add_argument("--max-tokens", type=int_in(1, 65536), default=512)
+    pr.add_argument("--budget", type=float_in(0.1, 3600.0), default=None, help="seconds, about (default: the shape's)")
+    pr.add_argument("--threads", type=int_in(1, 1024), default=None, help="CPU threads (default: torch's)")
+    pr.set_defaults(func=cmd_probe)
     return ap
 
 
@@ -259,8 +413,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     try:
         return args.func(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (ValueError, OSError) as exc:  # bad input or an unreadable/unwritable file: one line, no traceback
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
 
 

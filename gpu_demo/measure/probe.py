@@ -6,12 +6,11 @@ machine's own ceilings, a large square matmul rate and a copy bandwidth, and pre
 them with ``specdec_core.steptime.linear_stack_time``. Progress is yielded as events; the last one
 carries the result. No streamlit here.
 
-    python -m gpu_demo.probe --shape "Llama-3.2-1B, 1 layer"
+    python -m gpu_demo probe --shape "Llama-3.2-1B, 1 layer"
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -226,21 +225,3 @@ def format_table(res: ProbeResult) -> str:
     if not res.knee_reliable:
         lines.append(f"the measured knee is unreliable: {res.knee_note}")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shape", choices=list(PROBE_SHAPES), default="Llama-3.2-1B, 1 layer")
-    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    ap.add_argument("--max-tokens", type=int, default=512)
-    ap.add_argument("--budget", type=float, default=None, help="seconds, about (default: the shape's)")
-    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
-    args = ap.parse_args(argv)
-    res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget,
-                           threads=args.threads),
-                     lambda ev: print(f"[{ev.fraction:4.0%}] {ev.message}", flush=True))
-    print(format_table(res))
-
-
-if __name__ == "__main__":
-    main()

@@ -6,12 +6,11 @@ P_in, P_out (576 x d), so the committed file holds only about 1 MB, and the load
 (49152 x d) tables from the target once. Training minimises the soft cross-entropy
     -sum_x p_k(x) log q(x)
 where p_k is the target's law renormalised over its top-k tokens, computed once and cached.
-Everything is seeded: `python -m gpu_demo train-smol` (or `python -m gpu_demo.train_smol`) reproduces it.
+Everything is seeded: `python -m gpu_demo train --which smollm2-draft --out DIR` reproduces it.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -308,7 +307,7 @@ def load_draft(target: Llama, directory: Path = ASSETS, max_len: int = 2048) -> 
 
     path = directory / f"{DRAFT_NAME}.safetensors"
     if not path.is_file():
-        raise ValueError(f"{path} is missing; rebuild it with: python -m gpu_demo.train_smol")
+        raise ValueError(f"{path} is missing; rebuild it with: python -m gpu_demo train --which smollm2-draft --force")
     meta = json.loads((directory / f"{DRAFT_NAME}.json").read_text())
     cfg = LlamaConfig(**meta["config"])
     state = load_file(str(path))
@@ -322,19 +321,3 @@ def load_draft(target: Llama, directory: Path = ASSETS, max_len: int = 2048) -> 
     model.requires_grad_(False)
     model.reset(1)
     return model
-
-
-def main(argv: list[str] | None = None) -> None:
-    """CLI: distil the SmolLM2 draft (seeded) and write it under gpu_demo/assets/."""
-    ap = argparse.ArgumentParser(prog="python -m gpu_demo.train_smol", description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=SmolDraftConfig.steps)
-    ap.add_argument("--seed", type=int, default=SmolDraftConfig.seed)
-    ap.add_argument("--out", type=Path, default=ASSETS)
-    args = ap.parse_args(argv)
-    cfg = SmolDraftConfig(steps=args.steps, seed=args.seed)
-    meta = train(cfg, args.out)
-    print(json.dumps(meta["final"], indent=1))
-
-
-if __name__ == "__main__":
-    main()
