@@ -19,6 +19,8 @@ def test_proof_page_default_and_from_logits(page, streamlit_url):
     page.locator('[data-testid="stMetricValue"]').filter(has_text="10,000").first.wait_for(timeout=90_000)
     metrics = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
     assert "10,000" in metrics and "[1, 0]" in metrics and "1" in metrics, metrics
+    assert "3.3e-16" in metrics, metrics                                   # the seed's own loop, its own number
+    page.get_by_text("A wrong verifier can look better", exact=False).first.wait_for(timeout=20_000)
     page.wait_for_function(ALL_CHARTS_DRAWN, timeout=30_000)
     assert page.locator(".js-plotly-plot").count() == 8
     screenshot(page, "proof")
