@@ -539,7 +539,8 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
         1,
         Link("views/interview.py", {"part": "Drills"}),
         "Answer one numeric drill without the app's help, then check the worked solution.",
-        "The drills are graded within 1% (or 0.005); a miss shows the worked solution.",
+        "The drills are graded within 1% (or 0.005), and a crossover batch may be either whole number beside "
+        "the exact value. Your first answer is the score; the worked solution shows after it.",
     ),
 )
 
