@@ -10,6 +10,7 @@ import torch
 from gpu_demo.measure import batch as lb
 from specdec_core.repeats import summarise_repeats
 from ui.controls import bound_toggle, get_value, number_box, set_value
+from ui.live import constraint_panel as lcp
 from ui.live import controls as lc
 from ui.live import export as lx
 from ui.live import pairs as lpairs
@@ -285,6 +286,7 @@ def render() -> None:
         lp.sweep_panel(srec)
 
     batch_section(settings, sp, on_wait, prog_ph)
+    lcp.render(settings, sp, on_wait)  # issue 18: constrained decoding, with the parser's rollback
 
     if rec is not None and m is not None:
         st.subheader("Export")
