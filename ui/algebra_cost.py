@@ -123,7 +123,7 @@ def cost_note(alpha: float, c: float, v: float | np.ndarray, search: np.ndarray 
         "the cost line climbs faster than E[N], a longer draft loses."
     )
     rows = [{"gamma": int(k), "v(gamma)": f"{vg[k]:.3f}", "cost gamma c + v": f"{cost[k]:.3f}",
-             "E[N]": f"{tokens[k]:.3f}", "speedup": f"{speed[k]:.2f}x"} for k in gammas[: WHY_ROWS + 1]]
+             "E[N]": f"{tokens[k]:.3f}", "speedup": f"{speed[k]:.3f}x"} for k in gammas[: WHY_ROWS + 1]]
     st.dataframe(rows, hide_index=True)
     st.plotly_chart(cost_figure(gammas, tokens, cost, g), key="fig_cost")
 

@@ -113,7 +113,8 @@ def best_gamma_figure(batch: np.ndarray, best: np.ndarray, speedups: np.ndarray,
                   xaxis=dict(type="log", title="batch B"),
                   yaxis=dict(title="best gamma (0 = do not speculate)", rangemode="tozero", dtick=1),
                   yaxis2=dict(title="speedup at the best gamma (x)", overlaying="y", side="right",
-                              rangemode="tozero", showgrid=False), hovermode="x unified")
+                              rangemode="tozero", showgrid=False, tickmode="auto", tickformat=".1f"),
+                  hovermode="x unified")
     fig.add_scatter(x=batch, y=best, mode="lines", line=dict(shape="hv", color=OKABE_ITO[0], width=3),
                     name="best gamma", hovertemplate="B = %{x:.0f}: best gamma %{y}<extra></extra>")
     fig.add_scatter(x=batch, y=speedups, mode="lines", yaxis="y2", line=dict(color=OKABE_ITO[1], width=2, dash="dot"),
