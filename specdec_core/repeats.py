@@ -32,10 +32,10 @@ CLOSE = 0.10  # measured within 10% of predicted: the algebra accounts for the s
 MAX_REPEATS = 9
 
 
-def check_repeats(repeats: int) -> int:
-    """repeats as an int in [1, MAX_REPEATS]; ValueError naming the range otherwise."""
-    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or not 1 <= repeats <= MAX_REPEATS:
-        raise ValueError(f"repeats must be an integer in [1, {MAX_REPEATS}]; got {repeats!r}")
+def check_repeats(repeats: int, most: int = MAX_REPEATS) -> int:
+    """repeats as an int in [1, most]; ValueError naming the range otherwise."""
+    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or not 1 <= repeats <= most:
+        raise ValueError(f"repeats must be an integer in [1, {most}]; got {repeats!r}")
     return int(repeats)
 
 
