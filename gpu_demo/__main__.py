@@ -275,6 +275,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         f"{'no draft (gamma 0)' if math.isnan(alpha) else f'alpha {alpha:.3f}'} | {n_tok / dec_s:.0f} tokens/s | "
         f"load {load_s:.2f} s"
     )
+    if not math.isnan(alpha):  # issue 15: vLLM's names for the same rounds
+        from specdec_core.vllm_metrics import counts_from_rounds
+
+        vl = counts_from_rounds([e.k for e in res.events], [e.n_accepted for e in res.events], args.gamma)
+        print(f"-- vLLM: acceptance rate {vl.acceptance_rate():.3f} (accepted / drafted tokens), mean acceptance "
+              f"length {vl.mean_acceptance_length():.3f} (1 + accepted / drafts), per-position rates "
+              f"{', '.join(f'{x:.3f}' for x in vl.per_position_rates())} (unconditional: drafts with the first j "
+              "accepted / drafts)")
     if constraint is not None:
         state, detail = constraint.check(res.tokens)
         print(f"-- constraint {constraint.describe()}: {state}{(': ' + detail) if detail else ''}")
