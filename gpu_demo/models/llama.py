@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset
+from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,7 @@ class Llama(CachedDecoder, nn.Module):
             self.out_ids = None
         self.cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, max_len)
         self._cos = self._sin = None  # RoPE tables (max_len, hd/2), built on the weights' device
+        self.last_hidden: torch.Tensor | None = None  # (B, T, C) last forward's pre-norm states (EAGLE)
 
     # ------------------------------------------------------------------ properties --
     @property
@@ -204,16 +205,27 @@ class Llama(CachedDecoder, nn.Module):
         full = logits.new_full((*logits.shape[:-1], self.vocab_size), float("-inf"))  # (B, T, V)
         return full.index_copy_(-1, self.out_ids, logits)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        """idx (B, T) at positions cache_len..cache_len+T-1 -> logits (B, T, V) float32; appends T to the cache."""
+    def forward(
+        self, idx: torch.Tensor, positions: torch.Tensor | None = None, tree_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """idx (B, T) at positions cache_len..cache_len+T-1 -> logits (B, T, V) float32; appends T to the cache.
+
+        A token tree passes positions (T,) (absolute, for RoPE) and tree_mask (T, S) (base.tree_bias_at_offset).
+        """
         B, T = idx.shape
         start = self.cache.reserve(B, T, self.device, self.dtype)
         cos, sin = self._rope(start, T)  # (T, hd/2)
+        if positions is not None:
+            cos, sin = self._cos[positions], self._sin[positions]  # (T, hd/2): the tables exist after _rope
         x = self.tok_embeddings(idx)  # (B, T, C)
-        mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
+        if tree_mask is not None:
+            mask = tree_bias_at_offset(start, tree_mask, x.dtype)  # (T, start+T)
+        else:
+            mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
         for layer, ck, cv in zip(self.layers, self.cache.k, self.cache.v):
             x = layer(x, ck, cv, start, cos, sin, mask)
         self.cache.advance(T)
+        self.last_hidden = x  # kept by reference (no copy): a feature-level draft reads it
         return self.head(x)
 
     def trunk(self, x: torch.Tensor) -> torch.Tensor:
