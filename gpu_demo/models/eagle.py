@@ -265,15 +265,17 @@ def load_head(target: Llama, directory: Path = ASSETS, name: str = EAGLE_NAME, m
 
 
 def load_eagle_pair(device: torch.device, dtype: torch.dtype | str | None = None, max_len: int | str = 2048):
-    """SmolLM2-135M-Instruct target + the committed feature-level draft (assets/smollm2_eagle.*)."""
-    from gpu_demo.models.gguf import load_smollm2
-    from gpu_demo.models.smollm2 import SmolTokenizer, _dtype, _info
-    from gpu_demo.pairs import Pair
+    """SmolLM2-135M-Instruct target (shared with the other SmolLM2 pairs) + the committed feature-level draft."""
+    from gpu_demo.models.smollm2 import SmolTokenizer, _dtype, _info, shared_target
+    from gpu_demo.pairs import Pair, damaged
 
     dt = _dtype(device, dtype)
     max_len = int(max_len)
-    smol = load_smollm2(device=device, dtype=dt, max_len=max_len)
-    head = load_head(smol.model, max_len=max_len)
+    smol = shared_target(device, dt, max_len)
+    try:
+        head = load_head(smol.model, max_len=max_len)
+    except Exception as exc:  # name the damaged file
+        raise damaged([ASSETS / f"{EAGLE_NAME}.json", ASSETS / f"{EAGLE_NAME}.safetensors"], exc) from exc
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
     cfg = head.cfg
     info = _info(smol, dt, f"EAGLE-style feature draft: 1 decoder layer reading the target's last hidden state, "

@@ -278,27 +278,29 @@ def train(cfg: EagleTrainConfig = EagleTrainConfig(), out_dir: Path = ASSETS, lo
     return meta
 
 
-def main(argv: list[str] | None = None) -> None:
-    """CLI: rebuild the feature-level draft (seeded) under gpu_demo/assets/, logging to smollm2_eagle.log there."""
-    ap = argparse.ArgumentParser(prog="python -m gpu_demo.training.eagle", description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=EagleTrainConfig.steps)
-    ap.add_argument("--seed", type=int, default=EagleTrainConfig.seed)
-    ap.add_argument("--n-prompts", type=int, default=EagleTrainConfig.n_prompts)
-    ap.add_argument("--out", type=Path, default=ASSETS)
-    args = ap.parse_args(argv)
-    if args.steps < 1 or args.n_prompts < 2:
-        raise ValueError(f"--steps must be >= 1 and --n-prompts >= 2; got {args.steps}, {args.n_prompts}")
-    cfg = EagleTrainConfig(steps=args.steps, seed=args.seed, n_prompts=args.n_prompts)
-    args.out.mkdir(parents=True, exist_ok=True)
-    log_path = args.out / f"{EAGLE_NAME}.log"
-    with log_path.open("w") as fh:
+def train_logged(cfg: EagleTrainConfig, out_dir: Path = ASSETS) -> dict:
+    """train() with every log line also written to <out_dir>/smollm2_eagle.log; returns the metadata."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / f"{EAGLE_NAME}.log").open("w") as fh:
         def log(msg: str) -> None:
             print(msg, flush=True)
             fh.write(msg + "\n")
             fh.flush()
 
         log(f"threads {torch.get_num_threads()}, config {asdict(cfg)}")
-        meta = train(cfg, args.out, log=log)
+        return train(cfg, out_dir, log=log)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: rebuild the feature-level draft (seeded) under gpu_demo/assets/ (or --out)."""
+    ap = argparse.ArgumentParser(prog="python -m gpu_demo.training.eagle", description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=EagleTrainConfig.steps)
+    ap.add_argument("--seed", type=int, default=EagleTrainConfig.seed)
+    ap.add_argument("--out", type=Path, default=ASSETS)
+    args = ap.parse_args(argv)
+    if args.steps < 1:
+        raise ValueError(f"--steps must be >= 1; got {args.steps}")
+    meta = train_logged(EagleTrainConfig(steps=args.steps, seed=args.seed), args.out)
     print(json.dumps(meta["final"], indent=1))
 
 
