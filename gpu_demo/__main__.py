@@ -316,7 +316,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if out.resolve() == SHIPPED and not args.force:
         raise ValueError(f"training would overwrite the shipped weights in {SHIPPED}; pass --out DIR, "
                          "or --force to replace them")
-    builtin = [w for w in args.which if w != "smollm2-draft"]
+    builtin = [w for w in args.which if w not in ("smollm2-draft", "smollm2-eagle")]
     if builtin:
         train_main(
             builtin,
@@ -332,6 +332,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         cfg = SmolDraftConfig(seed=args.seed, **({"steps": args.steps} if args.steps else {}))
         print(json.dumps(train(cfg, out)["final"], indent=1))
+    if "smollm2-eagle" in args.which:  # issue 19: the feature-level draft (gpu_demo.training.eagle)
+        from gpu_demo.training.eagle import EagleTrainConfig, train_logged
+
+        ecfg = EagleTrainConfig(seed=args.seed, **({"steps": args.steps} if args.steps else {}))
+        print(json.dumps(train_logged(ecfg, out)["final"], indent=1))
     return 0
 
 
@@ -383,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--which",
         nargs="+",
         default=["expert", "target", "draft"],
-        choices=["expert", "target", "draft", "smollm2-draft"],
+        choices=["expert", "target", "draft", "smollm2-draft", "smollm2-eagle"],
         help="which models (trained in the order expert, target, draft: the target needs the expert)",
     )
     t.add_argument("--seed", type=int_in(0, SEED_MAX), default=1234)

