@@ -451,3 +451,11 @@ def test_temperature_explained_with_both_directions(app_test):
     assert lookup["T5-XXL (EnDe) / T5-small"] == (0.75, 0.62)                   # sharper at T = 0: falls
     assert lookup["GPT-like 97M / 6M GPT-like"] == (0.88, 0.89)                 # Table 3: rises
     assert "opposite directions" in shown and "GPT-like 97M / 6M GPT-like keeps slightly more" in shown
+
+
+def test_decoder_shape_mode_with_bad_custom_hardware_says_so_and_falls_back(app_test):
+    at = app_test(PAGE, cost="shape", hw="Custom", bw="0")
+    assert not at.exception
+    assert any("bandwidth must be a finite number > 0 TB/s" in e.value for e in at.error)
+    assert any("the free c and v below are used" in c.value for c in at.caption)
+    assert_readouts(at, 0.7, 3, 0.1, 1.0)

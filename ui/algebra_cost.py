@@ -62,6 +62,7 @@ def shape_costs(gamma: int, max_gamma: int) -> ShapeCosts | None:
     mode, kv = pick_precision("prec")
     batch, context = pick_batch(), pick_context(target, draft)
     if hw is None:
+        st.caption("Until the hardware is valid, the free c and v below are used.")
         return None
     if not hw.supports(mode):
         st.warning(f"{hw.name} has no FP8 tensor cores, so native FP8 is not an option; using BF16.")
