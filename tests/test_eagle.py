@@ -277,3 +277,12 @@ def test_negative_control_unrestricted_q_is_rejected(law_pair) -> None:
     counts, _ = sample_joint(target, UnrestrictedQ(target, head), gamma=2)
     stat, dof, pval = chi_square_gof(counts, exact_joint(target, PROMPT))
     assert pval < P_REJECT, f"the wrongly reported q passed: chi2={stat:.1f} dof={dof} p={pval:.2e}"
+
+
+def test_bench_chat_prompts_are_held_out_from_training() -> None:
+    from gpu_demo.training.eagle import EagleTrainConfig
+    from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS, TOPICS, build_prompts
+
+    train = build_prompts(EagleTrainConfig.n_prompts, EagleTrainConfig.seed)
+    assert len(BENCH_CHAT_PROMPTS) >= 8 and not set(BENCH_CHAT_PROMPTS) & set(train)
+    assert not [(t, p) for t in TOPICS for p in BENCH_CHAT_PROMPTS if t in p.lower()]

@@ -67,7 +67,19 @@ PASSAGE_TASKS = (
     "Who seems to be the main character here, and what do we learn about them?\n\n{p}",
 )
 
-SYSTEM = None  # the template's own default system line is used
+# Held out: the benchmarks' open-ended chat prompts, on topics absent from TOPICS (tests check no overlap).
+BENCH_CHAT_PROMPTS = (
+    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+    "Explain how a rainbow forms, in simple words.",
+    "Give me three tips for learning to play the guitar.",
+    "What are the benefits of regular exercise?",
+    "Describe a perfect day at the beach.",
+    "How do bees make honey?",
+    "Write a friendly email inviting a colleague to lunch on Friday.",
+    "Why do leaves change colour in autumn?",
+    "What should I pack for a weekend camping trip?",
+    "Tell me about the history of the bicycle.",
+)
 
 
 def passages(n: int, seed: int, max_words: int = 70) -> list[str]:
