@@ -90,7 +90,7 @@ def sampling_controls() -> dict:
         gamma = slider_input(
             "draft length gamma", "gamma", 1, MAX_GAMMA, 4, 1, help="Draft tokens proposed per target pass."
         )
-        max_new = slider_input("max new tokens", "maxnew", 1, MAX_NEW, 60, 1)
+        max_new = slider_input("max new tokens", "maxnew", 1, MAX_NEW, 100, 1)
         seed = number_box("seed", "seed", 0, 2**31 - 1, 0, 1)
         repeats = slider_input(
             "repeats (interleaved)", "repeats", 1, MAX_REPEATS, 3, 1,

@@ -1,0 +1,105 @@
+"""How steady is the live page's race? Its median of R interleaved repeats against single runs, on this machine.
+
+Drives the live page's own runner (ui.live.runner.run_race, the same code path and events as the page) on a
+pair loaded and warmed up as the page loads it. Per round of the experiment: one race with R repeats, then
+R single runs (R = 1, the settings' seed: what pressing Run on the old page gave), so drift hits both. Prints
+the spread (max - min and the standard deviation, as shares of the median) of the measured and predicted
+speedup, c, v and tokens/s across the single runs and across the races' medians; "shrink" is the single
+runs' relative standard deviation over the race medians'.
+
+    .venv/bin/python bench/live_race_spread.py                     # page defaults: 100 tokens, gamma 4, T = 1
+    .venv/bin/python bench/live_race_spread.py --max-new 200 --races 6 --json artifacts/live_race_spread.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from gpu_demo import pairs as gp
+from specdec_core.repeats import spread, summarise_repeats
+from ui.live import panel as lp
+from ui.live import runner as lr
+from ui.live.controls import PRESETS
+from ui.live.queue import TurnQueue
+
+QUANTITIES = ("measured_speedup", "predicted_speedup", "c", "v", "spec_tokens_per_s")
+SUMMARY = {"measured_speedup": "measured", "predicted_speedup": "predicted", "c": "c", "v": "v",
+           "spec_tokens_per_s": "spec_tokens_per_s"}
+
+
+def race(sp: lr.SharedPair, s: lr.Settings) -> lr.RunRecord:
+    """One race as the page runs it (no redraws)."""
+    rec = lr.RunRecord(s, sp.device, lr.validate(sp, s))
+    return lr.run_race(sp, rec, lambda _: None, lambda _: None, lambda _: None)
+
+
+def row(name: str, values: list[float]) -> dict:
+    """min, max, median, (max - min) / median and the sample standard deviation / median of values."""
+    sp = spread(values)
+    sd = statistics.stdev(values) / sp.median if len(values) > 1 else float("nan")
+    return {"what": name, "n": sp.n, "median": sp.median, "min": sp.lo, "max": sp.hi, "relative": sp.relative(),
+            "rel_sd": sd}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pair", default="builtin")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--max-new", type=int, default=100)
+    ap.add_argument("--gamma", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--races", type=int, default=6)
+    ap.add_argument("--json", metavar="PATH")
+    args = ap.parse_args(argv)
+    pair = gp.load_pair(args.pair, args.device)
+    gp.warm_up(pair)
+    sp = lr.SharedPair(args.pair, args.device, pair, None, 0.0, TurnQueue())
+    s = lr.Settings(pair=args.pair, device=args.device, prompt=PRESETS["open-ended"], gamma=args.gamma, greedy=False,
+                    temperature=1.0, top_k=0, top_p=1.0, draft_apart=False, d_temperature=1.0, d_top_k=0,
+                    d_top_p=1.0, max_new=args.max_new, seed=0, repeats=args.repeats)
+    races, singles = [], []
+    for _ in range(args.races):
+        rec = race(sp, s)
+        races.append(summarise_repeats(lp.race_runs(rec)))
+        for _ in range(args.repeats):
+            singles.append(lp.measure_record(race(sp, dataclasses.replace(s, repeats=1))))
+    rows = []
+    for q in QUANTITIES:  # shrink: relative standard deviation of single runs over that of race medians
+        single = row(f"{q}, single runs", [getattr(m, q) for m in singles])
+        med = row(f"{q}, race medians", [getattr(r, SUMMARY[q]).median for r in races])
+        med["shrink"] = single["rel_sd"] / med["rel_sd"] if med["rel_sd"] > 0 else float("inf")
+        rows += [single, med]
+    per_race = [{"measured": dataclasses.asdict(r.measured), "predicted": dataclasses.asdict(r.predicted),
+                 "ratio": dataclasses.asdict(r.ratio), "rounds_min": r.rounds.lo, "c": dataclasses.asdict(r.c),
+                 "v": dataclasses.asdict(r.v)} for r in races]
+    print(f"pair {args.pair} on {args.device}, batch 1, {args.max_new} tokens, gamma {args.gamma}, T = 1, "
+          f"{args.races} races of {args.repeats} interleaved repeats and {len(singles)} single runs")
+    for i, r in enumerate(races, 1):
+        print(f"race {i}: measured {lp.fmt_spread(r.measured, 2, 'x')}, predicted {lp.fmt_spread(r.predicted, 2, 'x')}"
+              f", c {lp.fmt_spread(r.c, 3)}, v {lp.fmt_spread(r.v, 2)}, measured/predicted "
+              f"{lp.fmt_spread(r.ratio, 2)}, shortest repeat {r.rounds.lo:.0f} rounds")
+    print(f"{'':36} {'n':>2} {'median':>8} {'min':>8} {'max':>8} {'(max-min)/med':>14} {'sd/med':>7} "
+          f"{'shrink':>7}")
+    for r in rows:
+        shrink = f"{r['shrink']:.1f}x" if "shrink" in r else ""
+        print(f"{r['what']:36} {r['n']:>2} {r['median']:>8.3f} {r['min']:>8.3f} {r['max']:>8.3f} "
+              f"{r['relative']:>14.0%} {r['rel_sd']:>7.0%} {shrink:>7}")
+    print(f"single runs' measured speedups: {', '.join(f'{m.measured_speedup:.2f}' for m in singles)}")
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"args": vars(args), "rows": rows, "races": per_race,
+                                    "singles": [m.measured_speedup for m in singles],
+                                    "median_single": statistics.median(m.measured_speedup for m in singles)},
+                                   indent=1) + "\n")
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
