@@ -124,6 +124,22 @@ class StaticCache:
             raise ValueError(f"rollback length must be an integer in [0, {self.length}]; got {n!r}")
         self.length = n
 
+    def keep(self, start: int, slots: list[int]) -> None:
+        """Keep positions 0..start-1, then the entries at `slots` (increasing, each >= start) moved to
+        start..start+len(slots)-1: a token tree's accepted path, compacted. keep(n, []) is rollback(n)."""
+        m = len(slots)
+        if not 0 <= start <= self.length or any(not start + i <= s < self.length for i, s in enumerate(slots)) \
+                or any(a >= b for a, b in zip(slots, slots[1:])):
+            raise ValueError(f"keep needs 0 <= start <= {self.length} and increasing slots in [start, {self.length}); "
+                             f"got start {start!r}, slots {slots!r}")
+        if slots != list(range(start, start + m)):  # a contiguous path is already in place
+            self._gather(start, torch.tensor(slots, dtype=torch.long, device=self.device))
+        self.length = start + m
+
+    def _gather(self, start: int, slots: torch.Tensor) -> None:
+        """Copy the entries at slots (m,) to start..start+m-1 (subclasses)."""
+        raise NotImplementedError
+
 
 class KVCache(StaticCache):
     """Keys and values of every layer: ``k[i]``, ``v[i]`` of shape (B, n_heads, capacity, head_dim)."""
@@ -139,6 +155,11 @@ class KVCache(StaticCache):
         shape = (batch, self.n_heads, self.capacity, self.head_dim)
         self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(self.n_layers)]
         self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(self.n_layers)]
+
+    def _gather(self, start: int, slots: torch.Tensor) -> None:
+        """Every layer's keys and values at slots (m,) copied to start..start+m-1 (index_select copies first)."""
+        for buf in (*self.k, *self.v):
+            buf[:, :, start : start + slots.numel()] = buf.index_select(2, slots)  # (B, nh, m, hd)
 
     def keys(self, layer: int) -> torch.Tensor:
         """Committed keys of one layer: (B, n_heads, length, head_dim) (a view)."""
@@ -161,6 +182,11 @@ class TokenHistory(StaticCache):
         """(B, window + capacity) filled with the padding id (dtype is ignored: ids are long)."""
         self.ids = torch.full((batch, self.window + self.capacity), self.pad_id, dtype=torch.long, device=device)
 
+    def _gather(self, start: int, slots: torch.Tensor) -> None:
+        """The ids at slots (m,) copied to start..start+m-1 (after the window's padding slots)."""
+        w = self.window
+        self.ids[:, w + start : w + start + slots.numel()] = self.ids.index_select(1, slots + w)  # (B, m)
+
 
 class CachedDecoder:
     """``cache_len``, ``rollback`` and ``reset`` of a model that keeps its cache in ``self.cache``."""
@@ -175,6 +201,10 @@ class CachedDecoder:
     def rollback(self, n: int) -> None:
         """Keep the first n cached positions, 0 <= n <= cache_len, in O(1)."""
         self.cache.rollback(n)
+
+    def keep(self, start: int, slots: list[int]) -> None:
+        """Keep positions 0..start-1 and the cached entries at slots, moved to start.. (a tree's accepted path)."""
+        self.cache.keep(start, slots)
 
     def reset(self, batch_size: int = 1) -> None:
         """Empty the cache, reallocating it when the batch size, device or dtype changed."""
@@ -200,3 +230,12 @@ def causal_bias_at_offset(start: int, t_new: int, device: torch.device, dtype: t
     """
     mask = torch.zeros(t_new, start + t_new, device=device, dtype=dtype)  # (T, S)
     return mask.masked_fill_(~causal_mask_at_offset(start, t_new, device), float("-inf"))
+
+
+def tree_bias_at_offset(start: int, tree_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Additive mask (T, start + T) for T new tokens at start..: tree_mask (T, S) says which of the last S keys
+    (S <= start + T, the new tokens last) query i sees; every earlier key (the committed prefix) is seen by all."""
+    t_new, s = tree_mask.shape
+    bias = torch.zeros(t_new, start + t_new, device=tree_mask.device, dtype=dtype)  # (T, start+T)
+    bias[:, start + t_new - s :].masked_fill_(~tree_mask, float("-inf"))
+    return bias

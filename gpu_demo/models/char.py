@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gpu_demo.models.base import CachedDecoder, KVCache, TokenHistory, causal_bias_at_offset
+from gpu_demo.models.base import CachedDecoder, KVCache, TokenHistory, causal_bias_at_offset, tree_bias_at_offset
 
 
 class CharTokenizer:
@@ -188,12 +188,22 @@ class CharTransformer(CachedDecoder, nn.Module):
         """Weight dtype (the cache uses it too)."""
         return self.tok_emb.weight.dtype
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        """Logits (B, T, V) for new tokens idx (B, T) at positions cache_len..cache_len+T-1; appends to cache."""
+    def forward(
+        self, idx: torch.Tensor, positions: torch.Tensor | None = None, tree_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Logits (B, T, V) for new tokens idx (B, T) at positions cache_len..cache_len+T-1; appends to cache.
+
+        A token tree passes positions (T,) (absolute, for the position embedding) and tree_mask (T, S): which of
+        the last S cached keys each new token sees (see base.tree_bias_at_offset); the slots stay cache_len...
+        """
         B, T = idx.shape
         start = self.cache.reserve(B, T, self.device, self.dtype)
-        x = self.tok_emb(idx) + self.pos_emb.weight[start : start + T]  # (B, T, d)
-        mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
+        pos = self.pos_emb.weight[start : start + T] if positions is None else self.pos_emb(positions)  # (T, d)
+        x = self.tok_emb(idx) + pos  # (B, T, d)
+        if tree_mask is not None:
+            mask = tree_bias_at_offset(start, tree_mask, x.dtype)  # (T, start+T)
+        else:
+            mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
         for blk, kc, vc in zip(self.blocks, self.cache.k, self.cache.v):
             x = blk.forward_cached(x, kc, vc, start, mask)
         self.cache.advance(T)
@@ -277,18 +287,37 @@ class WindowMLP(CachedDecoder, nn.Module):
         h = h + F.gelu(F.linear(h, self.fc2.weight, self.fc2.bias), approximate="tanh")  # (B, T, H)
         return F.linear(h, self.head.weight, self.head.bias)  # (B, T, V)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        """Logits (B, T, V) for new tokens idx (B, T) appended at positions cache_len..cache_len+T-1."""
+    def forward(
+        self, idx: torch.Tensor, positions: torch.Tensor | None = None, tree_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Logits (B, T, V) for new tokens idx (B, T) appended at positions cache_len..cache_len+T-1.
+
+        With tree_mask (T, S) (see base.tree_bias_at_offset) each token's window is its own path: the committed
+        ids, then the keys it sees in slot order (its ancestors and itself). positions is implied by the path.
+        """
         B, T = idx.shape
         start, W = self.cache.reserve(B, T, self.device, self.dtype), self.cfg.window
         buf = self.cache.ids  # (B, W + capacity)
         buf[:, W + start : W + start + T] = idx
         self.cache.advance(T)
-        if T == 1:
+        if tree_mask is not None:
+            windows = buf[:, self._path_windows(start + T, tree_mask)]  # (B, T, W)
+        elif T == 1:
             windows = buf[:, start + 1 : start + 1 + W].unsqueeze(1)  # (B, 1, W)
         else:
             windows = buf[:, start + 1 : start + T + W].unfold(1, W, 1)  # (B, T, W)
         return self._logits(windows, folded=True)
+
+    def _path_windows(self, end: int, tree_mask: torch.Tensor) -> torch.Tensor:
+        """Buffer columns (T, W) of each new token's window. Row i sees m_i keys of the last S (its path, in slot
+        order, at sequence positions p0..p0+m_i-1 with p0 = end - S); the window's earlier part is committed."""
+        W, S = self.cfg.window, tree_mask.shape[1]
+        p0 = end - S
+        seen = torch.sort((~tree_mask).to(torch.int8), dim=1, stable=True).indices  # (T, S) seen offsets first
+        m = tree_mask.sum(1, keepdim=True)  # (T, 1) path length within the tail
+        t = p0 + m - W + torch.arange(W, device=tree_mask.device)  # (T, W) sequence positions of the window
+        in_tail = seen.gather(1, (t - p0).clamp(0, S - 1)) + p0  # (T, W) slot of position t on the path
+        return W + torch.where(t >= p0, in_tail, t)  # committed slot of position t is t (padding below 0)
 
     def forward_train(self, idx: torch.Tensor) -> torch.Tensor:
         """Cache-free logits (B, T, V) for a full sequence from position 0 (training, reference)."""
@@ -374,9 +403,17 @@ class ExpertSumLM(nn.Module):
         self.transformer.rollback(n)
         self.expert.rollback(n)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        """Logits (B, T, V) of the sum, appended at positions cache_len..cache_len+T-1 in both parts."""
-        return self.transformer.forward(idx) + self.expert.forward(idx)
+    def keep(self, start: int, slots: list[int]) -> None:
+        """Compact a tree's accepted path in both caches (see StaticCache.keep)."""
+        self.transformer.keep(start, slots)
+        self.expert.keep(start, slots)
+
+    def forward(
+        self, idx: torch.Tensor, positions: torch.Tensor | None = None, tree_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Logits (B, T, V) of the sum, appended at positions cache_len..cache_len+T-1 in both parts (a tree's
+        positions and tree_mask go to both)."""
+        return self.transformer.forward(idx, positions, tree_mask) + self.expert.forward(idx, positions, tree_mask)
 
     def forward_train(self, idx: torch.Tensor) -> torch.Tensor:
         """Cache-free logits (B, T, V) of the sum from position 0."""

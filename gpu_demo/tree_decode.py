@@ -1,0 +1,405 @@
+"""Token-tree speculative decoding: one target pass verifies a whole draft tree under a tree attention mask.
+
+The tree's shape is a :class:`specdec_core.trees.Tree` (parent and sibling rank per node; a chain, a branching
+tree, or a node budget placed greedily). A round (:func:`tree_round`, the whole algorithm on one screen):
+
+1. the drafter fills the shape: the rank-r child of a node is the draft's r-th choice after that node's path (its
+   r-th most probable token when greedy, its r-th draw without replacement from q when sampling), one draft pass per
+   depth over the nodes that get children, each seeing only its own path (a tree mask);
+2. the target runs ONE forward over [pending, node_1..node_n]: node j sits at position base + depth(j) and sees the
+   committed prefix, the root (pending) and its own ancestors -> a law after every node;
+3. the walk from the root: greedy keeps the child equal to the target's argmax; sampling tries the children in rank
+   order by recursive rejection (SpecInfer): child i is kept w.p. min(1, r(x_i) / q_i(x_i)), with r = p at first
+   and r <- (r - q_i)+ normalised after each rejection (q_i: the law child i was drawn from). The next token y is
+   drawn from the last r (a correction) or, below a leaf, from its law (a bonus); the emitted law is p exactly;
+4. the target's cache keeps pending + the accepted path: the path's entries, written in tree order, are compacted
+   to base + 1.. (``keep``); y becomes pending;
+5. the drafter keeps its own accepted path the same way; a leaf it never fed stays pending (the catch-up).
+
+Models need ``forward(idx, positions, tree_mask)`` and ``keep(start, slots)`` (every built-in model and Llama).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from gpu_demo.decode import (
+    RoundEvent,
+    _cut_at_stop,
+    _prefill,
+    _stepwise_inference,
+    _top,
+    check_prompt_and_length,
+    make_generator,
+)
+from gpu_demo.device import Stopwatch
+from gpu_demo.drafters import ModelDrafter
+from gpu_demo.models.base import DecoderLM
+from gpu_demo.sampler import SamplingConfig, check_sampling, logits_to_probs, sample
+from specdec_core.trees import Tree
+
+# ------------------------------------------------------------------------------------------------ the shape
+
+
+def check_tree_model(model: object, role: str) -> None:
+    """The model can run a tree pass and compact its cache: forward(idx, positions, tree_mask) and keep()."""
+    if not callable(getattr(model, "keep", None)):
+        raise ValueError(f"the {role} model ({type(model).__name__}) cannot verify a token tree: it has no "
+                         "keep(start, slots) to compact the accepted path")
+
+
+def prune(tree: Tree, max_depth: int) -> Tree:
+    """The nodes of depth <= max_depth (whole levels go, so sibling ranks stay 1..b)."""
+    keep = [j for j, d in enumerate(tree.depth) if d <= max_depth]
+    new = {old: i for i, old in enumerate(keep)}
+    return Tree(tuple(new.get(tree.parent[j], -1) for j in keep), tuple(tree.rank[j] for j in keep))
+
+
+def children_of(tree: Tree) -> dict[int, list[int]]:
+    """Children of each node in rank order (-1 = the root)."""
+    kids: dict[int, list[int]] = {-1: []}
+    for j in range(tree.n_nodes):
+        kids[j] = []
+    for j in sorted(range(tree.n_nodes), key=lambda j: tree.rank[j]):
+        kids[tree.parent[j]].append(j)
+    return kids
+
+
+def ancestors(tree: Tree) -> torch.Tensor:
+    """(n, n) bool: entry (i, j) when node j is node i or one of its ancestors."""
+    n = tree.n_nodes
+    anc = torch.eye(n, dtype=torch.bool)
+    for j, par in enumerate(tree.parent):
+        if par >= 0:
+            anc[j] |= anc[par]
+    return anc
+
+
+def verify_mask(tree: Tree) -> torch.Tensor:
+    """(n + 1, n + 1) bool over [root, nodes]: everyone sees the root, a node sees itself and its ancestors."""
+    n = tree.n_nodes
+    mask = torch.zeros(n + 1, n + 1, dtype=torch.bool)
+    mask[:, 0] = True
+    mask[1:, 1:] = ancestors(tree)
+    return mask
+
+
+# --------------------------------------------------------------------------------------------- the drafter
+
+
+@dataclass
+class TreeDraft:
+    """The filled tree: a token per node and the law q_j it was drawn from (one-hot for a deterministic choice)."""
+
+    tree: Tree
+    tokens: torch.Tensor  # (n,) long
+    q: torch.Tensor  # (n, V) float32: q_j, the parent's law without the earlier siblings, renormalised
+
+
+def choose_children(logits: torch.Tensor, b: int, sampling: SamplingConfig, generator: torch.Generator | None,
+                    vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """b distinct children per row of logits (w, V): the top b (greedy, q_i one-hot) or b draws without
+    replacement from q (Gumbel top-b), with q_i = q without x_1..x_{i-1}, renormalised (0 once q is exhausted)."""
+    if sampling.greedy:
+        x = logits.topk(b, dim=-1).indices  # (w, b)
+        return x, F.one_hot(x, vocab_size).float()  # (w, b), (w, b, V)
+    tiny = torch.finfo(torch.float32).tiny
+    q = logits_to_probs(logits, sampling)  # (w, V)
+    u = torch.rand(q.shape, generator=generator, device=q.device).clamp_min_(tiny)  # (w, V)
+    x = (q.log() - (-u.log()).log()).topk(b, dim=-1).indices  # (w, b): Gumbel top-b = draws without replacement
+    onehot = F.one_hot(x, vocab_size).float()  # (w, b, V)
+    left = q.unsqueeze(1) * (1.0 - (onehot.cumsum(1) - onehot))  # (w, b, V): q without the earlier siblings
+    mass = left.sum(-1, keepdim=True)  # (w, b, 1)
+    return x, torch.where(mass > 0, left / mass.clamp_min(tiny), 0.0)
+
+
+class TreeDrafter:
+    """A draft model that fills a tree shape, one pass per depth, and keeps its accepted path afterwards.
+
+    Cache convention as :class:`gpu_demo.drafters.ModelDrafter`: the committed sequence minus 1 or 2 pending ids.
+    """
+
+    name = "tree draft"
+
+    def __init__(self, model: DecoderLM, name: str = "tree draft") -> None:
+        check_tree_model(model, "draft")
+        self.model, self.name = model, name
+        self.vocab_size, self.max_seq_len = model.vocab_size, model.max_seq_len
+        self._pending = torch.empty(0, dtype=torch.long)
+        self._p0 = 0  # draft cache length after the root: the tree's fed nodes follow it
+        self._slot: dict[int, int] = {}  # node -> its draft cache slot (nodes that got children)
+        self._draft: TreeDraft | None = None
+
+    @classmethod
+    def from_drafter(cls, drafter: object) -> TreeDrafter:
+        """The tree drafter over a pair's model draft (prompt lookup proposes one chain, not a tree)."""
+        if isinstance(drafter, TreeDrafter):
+            return drafter
+        if not isinstance(drafter, ModelDrafter):
+            raise ValueError(f"tree drafting needs a model draft; {getattr(drafter, 'name', drafter)!r} is not one")
+        return cls(drafter.model, drafter.name)
+
+    def begin(self, prompt: torch.Tensor) -> None:
+        """Prefill with all prompt tokens but the last (pending)."""
+        self.model.reset(1)
+        prompt = prompt.to(self.model.device)
+        if prompt.numel() > 1:
+            self.model.forward(prompt[:-1].view(1, -1))
+        self._pending = prompt[-1:]
+
+    def propose(self, tree: Tree, sampling: SamplingConfig, generator: torch.Generator | None) -> TreeDraft:
+        """Fill `tree`: depth d's nodes are chosen from the laws after depth d - 1's nodes that have children."""
+        n, dev, V = tree.n_nodes, self.model.device, self.vocab_size
+        tokens, q = torch.zeros(n, dtype=torch.long, device=dev), torch.zeros(n, V, device=dev)
+        self._slot, kids, depth = {}, children_of(tree), tree.depth
+        if n:
+            anc = ancestors(tree).to(dev)
+            logits = {-1: self.model.forward(self._pending.view(1, -1))[0, -1]}  # the root's law
+            self._p0, fed = self.model.cache_len, []
+            for d in range(1, int(depth.max()) + 1):
+                parents = [u for u in logits if kids[u]]
+                b = max(len(kids[u]) for u in parents)
+                x, qs = choose_children(torch.stack([logits[u] for u in parents]), b, sampling, generator, V)
+                for row, u in enumerate(parents):
+                    for i, j in enumerate(kids[u]):
+                        tokens[j], q[j] = x[row, i], qs[row, i]
+                new = [j for j in range(n) if depth[j] == d and kids[j]]
+                if not new:
+                    break
+                self._slot.update({j: self._p0 + len(fed) + i for i, j in enumerate(new)})
+                fed += new
+                mask = anc[new][:, fed]  # (w, S): each fed node sees its path among the fed nodes
+                pos = torch.full((len(new),), self._p0 - 1 + d, dtype=torch.long, device=dev)  # the root at p0 - 1
+                out = self.model.forward(tokens[new].view(1, -1), pos, mask)[0]  # (w, V)
+                logits = {j: out[i] for i, j in enumerate(new)}
+        self._draft = TreeDraft(tree, tokens, q)
+        return self._draft
+
+    def commit(self, path: Sequence[int], next_token: int) -> None:
+        """Keep the root and the accepted path's fed nodes; a leaf at the end stays pending with y."""
+        nxt = torch.tensor([next_token], dtype=torch.long, device=self.model.device)
+        if self._draft is None or self._draft.tree.n_nodes == 0:  # nothing was fed: pending grows
+            self._pending = torch.cat([self._pending, nxt])
+            return
+        self.model.keep(self._p0, [self._slot[j] for j in path if j in self._slot])
+        last = path[-1] if path else None
+        unfed = last is not None and last not in self._slot
+        self._pending = torch.cat([self._draft.tokens[last:last + 1], nxt]) if unfed else nxt
+
+
+# ----------------------------------------------------------------------------------------------- the round
+
+
+@dataclass
+class TreeRound:
+    """What one tree round did: the filled tree, the target's laws, the walk, and the two timings."""
+
+    draft: TreeDraft
+    p: torch.Tensor  # (n + 1, V) target law after the root and after every node (T = 1 softmax under greedy)
+    path: list[int]  # accepted nodes, root to leaf
+    tried: list[int]  # nodes whose verdict was taken (accepted or rejected), in walk order
+    next_token: int
+    uniforms: list[float]
+    draft_s: float
+    verify_s: float
+
+    @property
+    def emitted(self) -> list[int]:
+        """The accepted path's tokens, then y."""
+        return self.draft.tokens[self.path].tolist() + [self.next_token]
+
+    @property
+    def kinds(self) -> list[str]:
+        """accepted per path node, then y: a correction (the last node had children), a bonus (a leaf) or target."""
+        last = self.path[-1] if self.path else -1
+        has_kids = any(par == last for par in self.draft.tree.parent)
+        return ["accepted"] * len(self.path) + ["correction" if has_kids else "bonus" if self.path else "target"]
+
+
+def greedy_walk(logits: torch.Tensor, draft: TreeDraft) -> tuple[list[int], list[int], int]:
+    """Keep the child equal to argmax at each depth; y = argmax after the deepest kept node. (path, tried, y)."""
+    best, tok, kids = logits.argmax(-1).tolist(), draft.tokens.tolist(), children_of(draft.tree)
+    node, path, tried = -1, [], []
+    while True:
+        tried += kids[node]
+        hit = next((c for c in kids[node] if tok[c] == best[node + 1]), None)
+        if hit is None:
+            return path, tried, best[node + 1]
+        path.append(hit)
+        node = hit
+
+
+def recursive_walk(p: torch.Tensor, draft: TreeDraft, generator: torch.Generator | None
+                   ) -> tuple[list[int], list[int], int, list[float]]:
+    """SpecInfer's recursive rejection over each node's children (see the module docstring). (path, tried, y, u)."""
+    n, dev = draft.tree.n_nodes, p.device
+    u = torch.rand(n, generator=generator, device=dev)  # one uniform per node: each is tried at most once
+    p_h, q_h, u_h, tok = p.cpu(), draft.q.cpu(), u.tolist(), draft.tokens.tolist()
+    kids, node, path, tried = children_of(draft.tree), -1, [], []
+    while True:
+        r, kept = p_h[node + 1], None
+        for c in kids[node]:
+            tried.append(c)
+            qc, x = q_h[c], tok[c]
+            if qc[x] > 0 and u_h[c] * qc[x] < r[x]:  # u < r(x) / q_c(x) without dividing
+                kept = c
+                break
+            residual = (r - qc).clamp_min(0.0)
+            r = residual / residual.sum() if residual.sum() > 0 else r  # q_c == r: nothing left to correct
+        if kept is None:
+            return path, tried, int(sample(r.to(dev), generator)), u_h
+        path.append(kept)
+        node = kept
+
+
+def tree_round(target: DecoderLM, drafter: TreeDrafter, pending: torch.Tensor, tree: Tree,
+               sampling: SamplingConfig, draft_sampling: SamplingConfig, generator: torch.Generator) -> TreeRound:
+    """Fill the tree from q, score [pending, nodes] in one tree-masked target pass, walk it, keep the path."""
+    watch = Stopwatch(target.device)
+    draft = drafter.propose(tree, draft_sampling, generator)  # 1. the draft's choices
+    draft_s = watch.lap()
+    base, dev = target.cache_len, target.device
+    idx = torch.cat([pending, draft.tokens]).view(1, -1)  # (1, n + 1)
+    if tree.n_nodes:  # 2. one pass: node j at base + depth(j), seeing the prefix, the root and its ancestors
+        positions = base + torch.cat([torch.zeros(1, dtype=torch.long), torch.as_tensor(tree.depth)]).to(dev)
+        logits = target.forward(idx, positions, verify_mask(tree).to(dev))[0]  # (n + 1, V)
+    else:
+        logits = target.forward(idx)[0]
+    if sampling.greedy:  # 3. walk the tree
+        path, tried, y = greedy_walk(logits, draft)
+        p, u = torch.softmax(logits.float(), -1), []
+    else:
+        p = logits_to_probs(logits, sampling)  # (n + 1, V)
+        path, tried, y, u = recursive_walk(p, draft, generator)
+    target.keep(base + 1, [base + 1 + j for j in path])  # 4. pending + the path, compacted; y is pending
+    verify_s = watch.lap()
+    drafter.commit(path, y)  # 5. the drafter keeps its path too
+    return TreeRound(draft, p, path, tried, y, u, draft_s, verify_s)
+
+
+# ------------------------------------------------------------------------------------------------ the events
+
+
+@dataclass
+class TreeRoundEvent(RoundEvent):
+    """A tree round as a RoundEvent: ``drafted``, ``q_x``, ``p_x``, ``accept_mask`` run over the nodes in tree order
+    (p_x = p(x_j | the path to its parent)); ``n_accepted`` is the accepted path's length and ``p_top`` follows the
+    path (root, then each accepted node). ``parent``/``rank`` give the shape, ``path``/``tried`` the walk."""
+
+    parent: list[int] = field(default_factory=list)
+    rank: list[int] = field(default_factory=list)
+    path: list[int] = field(default_factory=list)
+    tried: list[int] = field(default_factory=list)
+
+    def verdicts(self) -> list[str]:
+        """Per node: 'accepted' (on the path), 'rejected' (tried, not kept) or 'unreached'."""
+        on, seen = set(self.path), set(self.tried)
+        return ["accepted" if j in on else "rejected" if j in seen else "unreached" for j in range(self.k)]
+
+
+def tree_speculative(
+    target: DecoderLM,
+    drafter: object,
+    prompt_ids: Sequence[int] | torch.Tensor,
+    max_new_tokens: int,
+    tree: Tree,
+    sampling: SamplingConfig = SamplingConfig(),
+    draft_sampling: SamplingConfig | None = None,
+    seed: int | None = 0,
+    stop_tokens: Sequence[int] = (),
+    topk: int = 5,
+) -> Iterator[TreeRoundEvent]:
+    """Tree speculative decoding: per round, fill `tree` with the draft's choices and verify it in one target pass.
+
+    ``drafter`` is a TreeDrafter or a pair's ModelDrafter. Greedy (temperature 0) walks by argmax and equals greedy
+    decoding; otherwise the recursive rejection emits exactly the target's law. Near the end the tree is cut to the
+    depths still wanted. Arguments are validated when called (ValueError).
+    """
+    if not isinstance(tree, Tree):
+        raise ValueError(f"tree must be a specdec_core.trees.Tree; got {type(tree).__name__}")
+    td = TreeDrafter.from_drafter(drafter)
+    check_tree_model(target, "target")
+    check_sampling(sampling, target.vocab_size, "target")
+    dsamp = sampling if draft_sampling is None else check_sampling(draft_sampling, target.vocab_size, "draft")
+    if sampling.greedy:
+        dsamp = SamplingConfig(temperature=0.0)
+    if td.vocab_size != target.vocab_size:
+        raise ValueError(f"draft vocabulary ({td.vocab_size}) differs from the target's ({target.vocab_size})")
+    context = min(target.max_seq_len, td.max_seq_len) - tree.n_nodes  # room for the tree's pass
+    ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(target.device)
+    return _stepwise_inference(_tree_body(target, td, ids, max_new_tokens, tree, sampling, dsamp, seed,
+                                          set(stop_tokens), topk))
+
+
+def _tree_body(target: DecoderLM, drafter: TreeDrafter, ids: torch.Tensor, max_new_tokens: int, tree: Tree,
+               sampling: SamplingConfig, dsamp: SamplingConfig, seed: int | None, stops: set[int], topk: int,
+               ) -> Iterator[TreeRoundEvent]:
+    """The tree loop (arguments already validated): rounds until max_new_tokens or a stop token."""
+    gen = make_generator(seed, target.device)
+    pending, prefill_s = _prefill(target, drafter, ids)  # type: ignore[arg-type]
+    produced, r = 0, 0
+    while produced < max_new_tokens:
+        shape = prune(tree, max_new_tokens - produced - 1)  # never draft past the requested length
+        rd = tree_round(target, drafter, pending, shape, sampling, dsamp, gen)
+        emitted, kinds, stopped = _cut_at_stop(rd.emitted, rd.kinds, stops)
+        pending = torch.tensor([rd.next_token], dtype=torch.long, device=target.device)
+        produced += len(emitted)
+        n = shape.n_nodes
+        idx = torch.arange(n, device=rd.p.device)
+        parent_row = torch.tensor([par + 1 for par in shape.parent], dtype=torch.long, device=rd.p.device)
+        p_x = rd.p[parent_row, rd.draft.tokens].tolist() if n else []
+        q_x = rd.draft.q[idx, rd.draft.tokens].tolist() if n else []
+        on_path = set(rd.path)
+        yield TreeRoundEvent(
+            round=r, drafted=rd.draft.tokens.tolist(), q_x=q_x, p_x=p_x, uniforms=rd.uniforms,
+            accept_mask=[j in on_path for j in range(n)], n_accepted=len(rd.path), emitted=emitted, kinds=kinds,
+            draft_s=rd.draft_s, verify_s=rd.verify_s, prefill_s=prefill_s if r == 0 else 0.0,
+            p_top=_top(rd.p[[0] + [j + 1 for j in rd.path]], topk), q_top=[], gamma=int(shape.depth.max(initial=0)),
+            greedy=sampling.greedy, kv_target=target.cache_len, kv_draft=drafter.model.cache_len,
+            parent=list(shape.parent), rank=list(shape.rank), path=rd.path, tried=rd.tried,
+        )
+        r += 1
+        if stopped:
+            return
+
+
+# ------------------------------------------------------------------------------------------- measured rates
+
+
+def measured_rank_rates(events: Sequence[TreeRoundEvent], max_rank: int, max_depth: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """a_r(d) = P(the rank-r child is kept | its parent at depth d - 1 was reached and has >= r children).
+
+    Returns (kept, reached, pooled): kept and reached are (max_depth, max_rank) counts, pooled the per-rank rates
+    over all depths (NaN where rank r was never offered). Siblings exclude each other, as in specdec_core.trees.
+    """
+    kept = np.zeros((max_depth, max_rank), dtype=np.int64)
+    reached = np.zeros((max_depth, max_rank), dtype=np.int64)
+    for e in events:
+        visited = [-1] + e.path
+        for d, node in enumerate(visited):
+            b = sum(1 for par in e.parent if par == node)
+            if b == 0 or d >= max_depth:
+                continue
+            reached[d, : min(b, max_rank)] += 1
+            if d < len(e.path) and e.rank[e.path[d]] <= max_rank:
+                kept[d, e.rank[e.path[d]] - 1] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = np.where(reached.sum(0) > 0, kept.sum(0) / np.maximum(reached.sum(0), 1), np.nan)
+    return kept, reached, pooled
+
+
+def expected_length_by_depth(tree: Tree, rates: np.ndarray) -> float:
+    """E[N] = 1 + sum_j pi_j with pi_j = a_{rank j}(depth j) pi_parent: specdec_core.trees' sum with rates per depth
+    (rates (D, R); NaN or a missing depth or rank counts as 0)."""
+    a = np.nan_to_num(np.asarray(rates, dtype=np.float64))
+    pi = np.zeros(tree.n_nodes)
+    for j, (par, rk, d) in enumerate(zip(tree.parent, tree.rank, tree.depth)):
+        rate = a[d - 1, rk - 1] if d - 1 < a.shape[0] and rk - 1 < a.shape[1] else 0.0
+        pi[j] = rate * (1.0 if par < 0 else pi[par])
+    return 1.0 + float(pi.sum())
