@@ -240,6 +240,12 @@ def race_readout(s: RepeatSummary, device: str) -> None:
 
 def cpu_v_note(v: float) -> str:
     """Why the measured v on this CPU is what it is: a per-pass cost plus per-token work, not a roofline."""
+    if v < 1.0:
+        return (
+            f"v = {v:.2f} says a verify pass of gamma + 1 tokens took less time than one plain decode step, which "
+            "the same work cannot do: the baseline's steps were slowed by other load on this machine. Read the "
+            "spread table before trusting this run's c, v and speedup."
+        )
     return (
         f"Why v = {v:.2f} here, not 1 and not gamma + 1: the built-in target's weights (about 16 MB) sit in this "
         "CPU's cache, so a step does not wait on memory and the roofline's 'v near 1 at small batch' does not "
