@@ -15,8 +15,10 @@ import torch
 from doubles import MarkovLM
 
 import gpu_demo.tree_decode as td
+import gpu_demo.tree_draft as tdraft
 from gpu_demo.decode import autoregressive, run
 from gpu_demo.drafters import LookupDrafter, ModelDrafter
+from gpu_demo.measure.tree_stats import expected_length_by_depth, measured_rank_rates
 from gpu_demo.models.char import (
     CharConfig,
     CharTransformer,
@@ -27,16 +29,8 @@ from gpu_demo.models.char import (
 from gpu_demo.models.llama import LlamaConfig, init_random
 from gpu_demo.pairs import load_pair
 from gpu_demo.sampler import SamplingConfig, logits_to_probs
-from gpu_demo.tree_decode import (
-    TreeDraft,
-    TreeDrafter,
-    expected_length_by_depth,
-    measured_rank_rates,
-    prune,
-    recursive_walk,
-    tree_round,
-    tree_speculative,
-)
+from gpu_demo.tree_decode import recursive_walk, tree_round, tree_speculative
+from gpu_demo.tree_draft import TreeDraft, TreeDrafter, prune
 from specdec_core.multidraft import WOR, WOR_RATIO_Q, multidraft_distribution
 from specdec_core.stats import chi_square_gof
 from specdec_core.trees import Tree, branching_tree, chain, expected_accepted_length, greedy_tree
@@ -272,7 +266,7 @@ class TreeMarkovLM(MarkovLM):
 def _root_draft(p_root: torch.Tensor, q_logits: torch.Tensor, b: int, gen: torch.Generator,
                 wrong: bool = False) -> TreeDraft:
     """b children of the root drawn without replacement from q (wrong: every sibling keeps the parent's q)."""
-    x, qs = td.choose_children(q_logits.view(1, -1), b, SamplingConfig(1.0), gen, q_logits.numel())
+    x, qs = tdraft.choose_children(q_logits.view(1, -1), b, SamplingConfig(1.0), gen, q_logits.numel())
     if wrong:
         qs = torch.softmax(q_logits, -1).expand(1, b, -1)
     return TreeDraft(chain(0) if b == 0 else branching_tree([b]), x[0], qs[0])
@@ -360,13 +354,13 @@ def test_tree_engine_negative_control_is_rejected(monkeypatch) -> None:
     p64 = law[PROMPT[-1]]
     wrong_law = multidraft_distribution(p64, q64, 3, WOR_RATIO_Q)[0]
     assert N_RUNS * ((wrong_law - p64) ** 2 / p64).sum() > 60
-    real = td.choose_children
+    real = tdraft.choose_children
 
     def wrong(logits, b, sampling, generator, vocab_size):
         x, _ = real(logits, b, sampling, generator, vocab_size)
         return x, logits_to_probs(logits, sampling).unsqueeze(1).expand(-1, b, -1)  # q, not q without x_<i
 
-    monkeypatch.setattr(td, "choose_children", wrong)
+    monkeypatch.setattr(tdraft, "choose_children", wrong)
     first = _first(_joint_counts(target, drafter, branching_tree([3, 1])))
     assert chi_square_gof(first, p64)[2] < P_REJECT
     assert chi_square_gof(first, wrong_law)[2] > P_REJECT  # it does what its own law says

@@ -1,0 +1,161 @@
+"""Filling a token tree with a draft model's choices: one draft pass per depth, each node seeing only its path.
+
+The shape is a :class:`specdec_core.trees.Tree` (parent and sibling rank per node). The rank-r child of a node is the
+draft's r-th choice after that node's path: its r-th most probable token when greedy (q one-hot), its r-th draw
+without replacement from q when sampling (q_r = q without the r - 1 earlier siblings, renormalised: the law the
+recursive rejection in :mod:`gpu_demo.tree_decode` must divide by). Pass d feeds the nodes at depth d - 1 that get
+children, at position p0 - 1 + d, under a tree mask over the nodes already fed (the draft's cost model in
+specdec_core.tree_cost). After verification the draft keeps its accepted path (``keep``), like the target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from gpu_demo.drafters import ModelDrafter
+from gpu_demo.models.base import DecoderLM
+from gpu_demo.sampler import SamplingConfig, logits_to_probs
+from specdec_core.trees import Tree
+
+# ------------------------------------------------------------------------------------------------ the shape
+
+
+def check_tree_model(model: object, role: str) -> None:
+    """The model can run a tree pass and compact its cache: forward(idx, positions, tree_mask) and keep()."""
+    if not callable(getattr(model, "keep", None)):
+        raise ValueError(f"the {role} model ({type(model).__name__}) cannot verify a token tree: it has no "
+                         "keep(start, slots) to compact the accepted path")
+
+
+def prune(tree: Tree, max_depth: int) -> Tree:
+    """The nodes of depth <= max_depth (whole levels go, so sibling ranks stay 1..b)."""
+    keep = [j for j, d in enumerate(tree.depth) if d <= max_depth]
+    new = {old: i for i, old in enumerate(keep)}
+    return Tree(tuple(new.get(tree.parent[j], -1) for j in keep), tuple(tree.rank[j] for j in keep))
+
+
+def children_of(tree: Tree) -> dict[int, list[int]]:
+    """Children of each node in rank order (-1 = the root)."""
+    kids: dict[int, list[int]] = {-1: []}
+    for j in range(tree.n_nodes):
+        kids[j] = []
+    for j in sorted(range(tree.n_nodes), key=lambda j: tree.rank[j]):
+        kids[tree.parent[j]].append(j)
+    return kids
+
+
+def ancestors(tree: Tree) -> torch.Tensor:
+    """(n, n) bool: entry (i, j) when node j is node i or one of its ancestors."""
+    n = tree.n_nodes
+    anc = torch.eye(n, dtype=torch.bool)
+    for j, par in enumerate(tree.parent):
+        if par >= 0:
+            anc[j] |= anc[par]
+    return anc
+
+
+# --------------------------------------------------------------------------------------------- the drafter
+
+
+@dataclass
+class TreeDraft:
+    """The filled tree: a token per node and the law q_j it was drawn from (one-hot for a deterministic choice)."""
+
+    tree: Tree
+    tokens: torch.Tensor  # (n,) long
+    q: torch.Tensor  # (n, V) float32: q_j, the parent's law without the earlier siblings, renormalised
+
+
+def choose_children(logits: torch.Tensor, b: int, sampling: SamplingConfig, generator: torch.Generator | None,
+                    vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """b distinct children per row of logits (w, V): the top b (greedy, q_i one-hot) or b draws without
+    replacement from q (Gumbel top-b), with q_i = q without x_1..x_{i-1}, renormalised (0 once q is exhausted)."""
+    if sampling.greedy:
+        x = logits.topk(b, dim=-1).indices  # (w, b)
+        return x, F.one_hot(x, vocab_size).float()  # (w, b), (w, b, V)
+    tiny = torch.finfo(torch.float32).tiny
+    q = logits_to_probs(logits, sampling)  # (w, V)
+    u = torch.rand(q.shape, generator=generator, device=q.device).clamp_min_(tiny)  # (w, V)
+    x = (q.log() - (-u.log()).log()).topk(b, dim=-1).indices  # (w, b): Gumbel top-b = draws without replacement
+    onehot = F.one_hot(x, vocab_size).float()  # (w, b, V)
+    left = q.unsqueeze(1) * (1.0 - (onehot.cumsum(1) - onehot))  # (w, b, V): q without the earlier siblings
+    mass = left.sum(-1, keepdim=True)  # (w, b, 1)
+    return x, torch.where(mass > 0, left / mass.clamp_min(tiny), 0.0)
+
+
+class TreeDrafter:
+    """A draft model that fills a tree shape, one pass per depth, and keeps its accepted path afterwards.
+
+    Cache convention as :class:`gpu_demo.drafters.ModelDrafter`: the committed sequence minus 1 or 2 pending ids.
+    """
+
+    name = "tree draft"
+
+    def __init__(self, model: DecoderLM, name: str = "tree draft") -> None:
+        check_tree_model(model, "draft")
+        self.model, self.name = model, name
+        self.vocab_size, self.max_seq_len = model.vocab_size, model.max_seq_len
+        self._pending = torch.empty(0, dtype=torch.long)
+        self._p0 = 0  # draft cache length after the root: the tree's fed nodes follow it
+        self._slot: dict[int, int] = {}  # node -> its draft cache slot (nodes that got children)
+        self._draft: TreeDraft | None = None
+
+    @classmethod
+    def from_drafter(cls, drafter: object) -> TreeDrafter:
+        """The tree drafter over a pair's model draft (prompt lookup proposes one chain, not a tree)."""
+        if isinstance(drafter, TreeDrafter):
+            return drafter
+        if not isinstance(drafter, ModelDrafter):
+            raise ValueError(f"tree drafting needs a model draft; {getattr(drafter, 'name', drafter)!r} is not one")
+        return cls(drafter.model, drafter.name)
+
+    def begin(self, prompt: torch.Tensor) -> None:
+        """Prefill with all prompt tokens but the last (pending)."""
+        self.model.reset(1)
+        prompt = prompt.to(self.model.device)
+        if prompt.numel() > 1:
+            self.model.forward(prompt[:-1].view(1, -1))
+        self._pending = prompt[-1:]
+
+    def propose(self, tree: Tree, sampling: SamplingConfig, generator: torch.Generator | None) -> TreeDraft:
+        """Fill `tree`: depth d's nodes are chosen from the laws after depth d - 1's nodes that have children."""
+        n, dev, V = tree.n_nodes, self.model.device, self.vocab_size
+        tokens, q = torch.zeros(n, dtype=torch.long, device=dev), torch.zeros(n, V, device=dev)
+        self._slot, kids, depth = {}, children_of(tree), tree.depth
+        if n:
+            anc = ancestors(tree).to(dev)
+            logits = {-1: self.model.forward(self._pending.view(1, -1))[0, -1]}  # the root's law
+            self._p0, fed = self.model.cache_len, []
+            for d in range(1, int(depth.max()) + 1):
+                parents = [u for u in logits if kids[u]]
+                b = max(len(kids[u]) for u in parents)
+                x, qs = choose_children(torch.stack([logits[u] for u in parents]), b, sampling, generator, V)
+                for row, u in enumerate(parents):
+                    for i, j in enumerate(kids[u]):
+                        tokens[j], q[j] = x[row, i], qs[row, i]
+                new = [j for j in range(n) if depth[j] == d and kids[j]]
+                if not new:
+                    break
+                self._slot.update({j: self._p0 + len(fed) + i for i, j in enumerate(new)})
+                fed += new
+                mask = anc[new][:, fed]  # (w, S): each fed node sees its path among the fed nodes
+                pos = torch.full((len(new),), self._p0 - 1 + d, dtype=torch.long, device=dev)  # the root at p0 - 1
+                out = self.model.forward(tokens[new].view(1, -1), pos, mask)[0]  # (w, V)
+                logits = {j: out[i] for i, j in enumerate(new)}
+        self._draft = TreeDraft(tree, tokens, q)
+        return self._draft
+
+    def commit(self, path: Sequence[int], next_token: int) -> None:
+        """Keep the root and the accepted path's fed nodes; a leaf at the end stays pending with y."""
+        nxt = torch.tensor([next_token], dtype=torch.long, device=self.model.device)
+        if self._draft is None or self._draft.tree.n_nodes == 0:  # nothing was fed: pending grows
+            self._pending = torch.cat([self._pending, nxt])
+            return
+        self.model.keep(self._p0, [self._slot[j] for j in path if j in self._slot])
+        last = path[-1] if path else None
+        unfed = last is not None and last not in self._slot
+        self._pending = torch.cat([self._draft.tokens[last:last + 1], nxt]) if unfed else nxt
