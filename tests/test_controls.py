@@ -66,20 +66,21 @@ def test_md_escapes_every_markdown_character(payload):
     out = md(payload, limit=500)
     assert _unescaped_specials(out) == []
     # Removing the escapes gives the text back: it is shown, not interpreted.
-    assert re.sub(r"\\(.)", r"\1", out) == visible(payload)
+    assert re.sub(r"\\(.)", r"\1", out).replace("\u200b", "") == visible(payload)
 
 
 def test_md_cuts_and_makes_line_breaks_visible():
     out = md("a\r\r![x](http://e.example)" + "y" * 1000)
     assert "\r" not in out and "\n" not in out and out.endswith(ELLIPSIS)
-    assert len(re.sub(r"\\(.)", r"\1", out)) == 60
+    assert len(re.sub(r"\\(.)", r"\1", out).replace("\u200b", "")) == 60
 
 
 def test_md_escape_of_a_backslash_and_of_autolinks():
     assert md_escape("\\") == "\\\\" and md_escape("a.b") == "a.b" and md_escape("non-negative") == "non-negative"
-    assert md_escape("see www.evil.example") == "see www\\.evil.example"         # GFM www. autolink broken
-    assert md_escape("WwW.x") == "WwW\\.x"
-    assert md_escape("http://e.example a@b.c") == "http\\://e.example a\\@b.c"
+    # GFM finds autolink literals after escapes are resolved: a zero-width space breaks each trigger.
+    assert md_escape("see www.evil.example") == "see www\u200b.evil.example"
+    assert md_escape("WwW.x") == "WwW\u200b.x"
+    assert md_escape("http://e.example a@b.c") == "http\\:\u200b//e.example a\\@\u200bb.c"
 
 
 def test_html_text_escapes_tags_quotes_and_line_breaks():

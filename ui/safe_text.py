@@ -24,9 +24,12 @@ ECHO_LIMIT = 60                         # characters of a user value echoed in a
 _C0 = {i: chr(0x2400 + i) for i in range(0x20)} | {0x7F: "\u2421"}
 # Punctuation that can open a Markdown construct anywhere in a line. Left out: - . , ; ' " / ? % =, which
 # mean something only at the start of a line (lists, setext headings), and escaped output never starts one
-# on its own (it has no line breaks; callers put it after their own words). "www." is handled apart.
+# on its own (it has no line breaks; callers put it after their own words).
 _MD_SPECIAL = frozenset(string.punctuation) - frozenset("-.,;'\"/?%=")
-_WWW = re.compile(r"(?<=www)\.", re.IGNORECASE)          # the dot of a GFM "www." autolink
+# GFM autolink literals (http://..., www...., a@b.c) are found in the text after escapes are resolved, so an
+# escape cannot stop them; a zero-width space (U+200B) inside the trigger does.
+ZWSP = "\u200b"
+_AUTOLINK = re.compile(r"(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)", re.IGNORECASE)
 
 
 def clip(text: str, limit: int = ECHO_LIMIT) -> str:
@@ -59,11 +62,11 @@ def visible(text: str, keep_newline: bool = False) -> str:
 
 def md_escape(text: str) -> str:
     """Backslash before each punctuation character that can open a construct (CommonMark renders an escaped
-    one as itself), so nothing in ``text`` starts Markdown, HTML, an entity, an autolink (http://, www.,
-    a@b.c), a Streamlit directive (:red[...], :material/...:) or a formula ($...$). Control characters must
-    already be made visible (see ``md``)."""
+    one as itself), so nothing in ``text`` starts Markdown, HTML, an entity, a Streamlit directive
+    (:red[...], :material/...:) or a formula ($...$); a zero-width space inside "://", "www." and after "@"
+    stops GFM's autolink literals, which escapes cannot. Control characters must already be made visible."""
     escaped = "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
-    return _WWW.sub(r"\\.", escaped)
+    return _AUTOLINK.sub(ZWSP, escaped)
 
 
 def md(text: object, limit: int = ECHO_LIMIT) -> str:
