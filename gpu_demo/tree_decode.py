@@ -21,6 +21,7 @@ Models need ``forward(idx, positions, tree_mask)`` and ``keep(start, slots)`` (e
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -44,6 +45,7 @@ from specdec_core.trees import Tree
 # ------------------------------------------------------------------------------------------------ the mask
 
 
+@functools.lru_cache(maxsize=64)
 def verify_mask(tree: Tree) -> torch.Tensor:
     """(n + 1, n + 1) bool over [root, nodes]: everyone sees the root, a node sees itself and its ancestors."""
     n = tree.n_nodes

@@ -10,6 +10,7 @@ specdec_core.tree_cost). After verification the draft keeps its accepted path (`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ def prune(tree: Tree, max_depth: int) -> Tree:
     return Tree(tuple(new.get(tree.parent[j], -1) for j in keep), tuple(tree.rank[j] for j in keep))
 
 
+@functools.lru_cache(maxsize=64)
 def children_of(tree: Tree) -> dict[int, list[int]]:
     """Children of each node in rank order (-1 = the root)."""
     kids: dict[int, list[int]] = {-1: []}
@@ -56,6 +58,35 @@ def ancestors(tree: Tree) -> torch.Tensor:
         if par >= 0:
             anc[j] |= anc[par]
     return anc
+
+
+@dataclass(frozen=True)
+class DraftStep:
+    """One depth of the drafting: fill `nodes` from the previous pass's rows/cols, then feed `fed` under `mask`."""
+
+    b: int  # children drawn per fed parent (the widest sibling group at this depth)
+    nodes: list[int]  # the nodes at this depth
+    rows: list[int]  # their parent's row in the previous pass's output
+    cols: list[int]  # their rank - 1
+    fed: tuple[int, ...]  # the nodes at this depth that get children, fed in the next pass
+    fed_so_far: tuple[int, ...]  # every node fed up to this pass, in feed order (= draft cache slot order)
+    mask: torch.Tensor  # (len(fed), len(fed_so_far)) bool: each fed node's path among the fed nodes
+
+
+@functools.lru_cache(maxsize=64)
+def draft_plan(tree: Tree) -> list[DraftStep]:
+    """Per depth, which rows fill which nodes and which nodes are fed next (computed once per shape)."""
+    kids, anc = children_of(tree), ancestors(tree)
+    steps, parents, fed_all = [], [-1], []
+    for _ in range(int(tree.depth.max(initial=0))):  # depth 1, 2, ...
+        nodes = [j for u in parents for j in kids[u]]
+        rows = [row for row, u in enumerate(parents) for _ in kids[u]]
+        fed = tuple(j for j in nodes if kids[j])
+        fed_all += fed
+        steps.append(DraftStep(max(len(kids[u]) for u in parents), nodes, rows, [tree.rank[j] - 1 for j in nodes],
+                               fed, tuple(fed_all), anc[list(fed)][:, fed_all]))
+        parents = list(fed)
+    return steps
 
 
 # --------------------------------------------------------------------------------------------- the drafter
@@ -125,27 +156,18 @@ class TreeDrafter:
         """Fill `tree`: depth d's nodes are chosen from the laws after depth d - 1's nodes that have children."""
         n, dev, V = tree.n_nodes, self.model.device, self.vocab_size
         tokens, q = torch.zeros(n, dtype=torch.long, device=dev), torch.zeros(n, V, device=dev)
-        self._slot, kids, depth = {}, children_of(tree), tree.depth
+        steps, self._slot = draft_plan(tree), {}
         if n:
-            anc = ancestors(tree).to(dev)
-            logits = {-1: self.model.forward(self._pending.view(1, -1))[0, -1]}  # the root's law
-            self._p0, fed = self.model.cache_len, []
-            for d in range(1, int(depth.max()) + 1):
-                parents = [u for u in logits if kids[u]]
-                b = max(len(kids[u]) for u in parents)
-                x, qs = choose_children(torch.stack([logits[u] for u in parents]), b, sampling, generator, V)
-                for row, u in enumerate(parents):
-                    for i, j in enumerate(kids[u]):
-                        tokens[j], q[j] = x[row, i], qs[row, i]
-                new = [j for j in range(n) if depth[j] == d and kids[j]]
-                if not new:
+            out = self.model.forward(self._pending.view(1, -1))[0, -1:]  # (1, V) the root's law
+            self._p0 = self.model.cache_len
+            self._slot = {j: self._p0 + i for i, j in enumerate(steps[-1].fed_so_far)}
+            for d, st in enumerate(steps, start=1):  # out: the laws after the nodes fed last, in feed order
+                x, qs = choose_children(out, st.b, sampling, generator, V)  # (w, b), (w, b, V)
+                tokens[st.nodes], q[st.nodes] = x[st.rows, st.cols], qs[st.rows, st.cols]
+                if not st.fed:
                     break
-                self._slot.update({j: self._p0 + len(fed) + i for i, j in enumerate(new)})
-                fed += new
-                mask = anc[new][:, fed]  # (w, S): each fed node sees its path among the fed nodes
-                pos = torch.full((len(new),), self._p0 - 1 + d, dtype=torch.long, device=dev)  # the root at p0 - 1
-                out = self.model.forward(tokens[new].view(1, -1), pos, mask)[0]  # (w, V)
-                logits = {j: out[i] for i, j in enumerate(new)}
+                pos = torch.full((len(st.fed),), self._p0 - 1 + d, dtype=torch.long, device=dev)  # root: p0 - 1
+                out = self.model.forward(tokens[list(st.fed)].view(1, -1), pos, st.mask.to(dev))[0]  # (w, V)
         self._draft = TreeDraft(tree, tokens, q)
         return self._draft
 
