@@ -128,10 +128,11 @@ def tree_round(target: DecoderLM, drafter: TreeDrafter, pending: torch.Tensor, t
     draft_s = watch.lap()
     base, dev = target.cache_len, target.device
     idx = torch.cat([pending, draft.tokens]).view(1, -1)  # (1, n + 1)
-    if tree.n_nodes:  # 2. one pass: node j at base + depth(j), seeing the prefix, the root and its ancestors
+    if tree.n_nodes and tree.parent != tuple(range(-1, tree.n_nodes - 1)):  # 2. one pass, node j at base +
+        # depth(j) seeing the prefix, the root and its ancestors
         positions = base + torch.cat([torch.zeros(1, dtype=torch.long), torch.as_tensor(tree.depth)]).to(dev)
         logits = target.forward(idx, positions, verify_mask(tree).to(dev))[0]  # (n + 1, V)
-    else:
+    else:  # no tree or a chain: the causal mask is the tree mask
         logits = target.forward(idx)[0]
     if sampling.greedy:  # 3. walk the tree
         path, tried, y = greedy_walk(logits, draft)

@@ -71,6 +71,7 @@ class DraftStep:
     fed: tuple[int, ...]  # the nodes at this depth that get children, fed in the next pass
     fed_so_far: tuple[int, ...]  # every node fed up to this pass, in feed order (= draft cache slot order)
     mask: torch.Tensor  # (len(fed), len(fed_so_far)) bool: each fed node's path among the fed nodes
+    causal: bool  # one node fed per depth so far, each on the last one's path: slots are positions, a plain pass
 
 
 @functools.lru_cache(maxsize=64)
@@ -83,8 +84,10 @@ def draft_plan(tree: Tree) -> list[DraftStep]:
         rows = [row for row, u in enumerate(parents) for _ in kids[u]]
         fed = tuple(j for j in nodes if kids[j])
         fed_all += fed
+        mask = anc[list(fed)][:, fed_all]
+        causal = len(fed) == 1 and len(fed_all) == len(steps) + 1 and bool(mask.all())
         steps.append(DraftStep(max(len(kids[u]) for u in parents), nodes, rows, [tree.rank[j] - 1 for j in nodes],
-                               fed, tuple(fed_all), anc[list(fed)][:, fed_all]))
+                               fed, tuple(fed_all), mask, causal))
         parents = list(fed)
     return steps
 
@@ -166,8 +169,12 @@ class TreeDrafter:
                 tokens[st.nodes], q[st.nodes] = x[st.rows, st.cols], qs[st.rows, st.cols]
                 if not st.fed:
                     break
+                feed = tokens[list(st.fed)].view(1, -1)  # (1, w)
+                if st.causal:  # a chain so far: the plain pass is the same computation, cheaper
+                    out = self.model.forward(feed)[0]
+                    continue
                 pos = torch.full((len(st.fed),), self._p0 - 1 + d, dtype=torch.long, device=dev)  # root: p0 - 1
-                out = self.model.forward(tokens[list(st.fed)].view(1, -1), pos, st.mask.to(dev))[0]  # (w, V)
+                out = self.model.forward(feed, pos, st.mask.to(dev))[0]  # (w, V)
         self._draft = TreeDraft(tree, tokens, q)
         return self._draft
 
