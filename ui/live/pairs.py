@@ -14,7 +14,7 @@ import streamlit as st
 import torch
 
 from gpu_demo import pairs as gp
-from ui.live.queue import CPU_DECODE_THREADS, TurnQueue
+from ui.live.queue import CPU_DECODE_THREADS, TurnQueue, decode_threads
 from ui.live.runner import SharedPair
 
 ASSETS_ENV = "SPECDEC_BUILTIN_ASSETS"  # optional: another directory holding the built-in pair's weights
@@ -77,7 +77,8 @@ def shared_pair(name: str, device: str, assets: str | None) -> SharedPair:
     options = {"assets": Path(assets)} if (assets and name == "builtin") else {}
     pair = gp.load_pair(name, device, **options)
     load_s = time.perf_counter() - t0
-    gp.warm_up(pair)  # so the first run's c and v are not inflated by cold-start costs
+    with decode_threads(device):  # as the runs decode: on a busy CPU, two OpenMP threads took SmolLM2's warm-up
+        gp.warm_up(pair)  # from 6 s to 100 s; warm-up keeps the first run's c and v free of cold-start costs
     return SharedPair(name, device, pair, None, load_s, device_queue(device))
 
 
