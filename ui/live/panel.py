@@ -206,6 +206,10 @@ def vllm_block(counts: SpecDecodeCounts, alphas: np.ndarray, table: bool = True,
             "per-position rate (vLLM, unconditional)": [fmt(x, 3) for x in per_pos],
             "conditional from vLLM's counts": [fmt(x, 3) for x in counts.conditional_alphas()],
         }, hide_index=True, key=f"vllm_table{key}")
+        if counts.drafts_shorter_than_gamma():
+            st.caption("The last column is r_j / r_(j-1) from vLLM's counts. It is below alpha_j where some drafts "
+                       "were shorter than gamma (the run's last rounds): vLLM counts those drafts at position j "
+                       "though they never reached it, so its ratio is a lower bound there; E[N] is exact either way.")
 
 
 def panel(m: Measured, s: RepeatSummary, counts: SpecDecodeCounts, figures: bool = True, key: str = "") -> None:
