@@ -110,7 +110,12 @@ def _resample_from_p(
 
 
 class RawQDrafter(Drafter):
-    """Mistake 2: samples from the processed q but reports the raw softmax q to the verifier."""
+    """Mistake 2: samples from the processed q but reports the raw softmax q to the verifier.
+
+    ``draw`` overrides the settings the draft samples with (None: the run's own).
+    """
+
+    draw: SamplingConfig | None = None
 
     def __init__(self, model: MarkovLM) -> None:
         self.inner = ModelDrafter(model)
@@ -124,7 +129,7 @@ class RawQDrafter(Drafter):
     def propose(
         self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None
     ) -> Draft:
-        d = self.inner.propose(context, gamma, sampling, generator)
+        d = self.inner.propose(context, gamma, self.draw or sampling, generator)
         prev = torch.cat([context[-1:], d.tokens[:-1]])  # (k,) token each drafted position conditions on
         raw = logits_to_probs(self.table[prev], SamplingConfig(temperature=1.0))  # (k, V), no top-k
         return Draft(d.tokens, raw)
@@ -169,27 +174,10 @@ def test_exact_joint_is_a_distribution_over_all_cells() -> None:
 GREEDY = SamplingConfig(temperature=0.0)
 
 
-class GreedyDraftSoftmaxQ(Drafter):
+class GreedyDraftSoftmaxQ(RawQDrafter):
     """The old defect: the draft picks its argmax but reports its T = 1 softmax as q."""
 
-    def __init__(self, model: MarkovLM) -> None:
-        self.inner = ModelDrafter(model)
-        self.table = model.table
-        self.vocab_size = model.vocab_size
-        self.max_seq_len = model.max_seq_len
-
-    def begin(self, prompt: torch.Tensor) -> None:
-        self.inner.begin(prompt)
-
-    def propose(
-        self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None
-    ) -> Draft:
-        d = self.inner.propose(context, gamma, GREEDY, generator)
-        prev = torch.cat([context[-1:], d.tokens[:-1]])  # (k,)
-        return Draft(d.tokens, torch.softmax(self.table[prev], -1))  # (k, V): not the law x was drawn from
-
-    def commit(self, n_accepted: int, next_token: int) -> None:
-        self.inner.commit(n_accepted, next_token)
+    draw = GREEDY
 
 
 def test_greedy_draft_reports_one_hot_q() -> None:
