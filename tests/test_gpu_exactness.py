@@ -74,6 +74,7 @@ SETTINGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gamma", [1, 2, 4])
 @pytest.mark.parametrize("setting", list(SETTINGS))
 def test_speculative_law_matches_target(gamma: int, setting: str) -> None:

@@ -68,6 +68,7 @@ def test_distill_raises_acceptance_of_a_small_student() -> None:
     assert after > before + 0.1
 
 
+@pytest.mark.slow
 def test_train_cli_writes_a_distilled_draft(tmp_path: Path) -> None:
     """`python -m gpu_demo train --which draft` on a tiny schedule: both phases run, metadata says so."""
     from gpu_demo.__main__ import main

@@ -131,6 +131,7 @@ def joint_counts(pair, drafter, sampling: SamplingConfig, n_runs: int, n: int = 
     return counts
 
 
+@pytest.mark.slow
 def test_speculative_law_through_the_adapter_equals_the_target_law(pair) -> None:
     sampling = SamplingConfig(temperature=1.0)
     expected = exact_joint(pair, sampling)
@@ -139,6 +140,7 @@ def test_speculative_law_through_the_adapter_equals_the_target_law(pair) -> None
     assert pval >= 1e-3, f"chi-square {stat:.1f} on {dof} dof, p = {pval:.2e}"
 
 
+@pytest.mark.slow
 def test_negative_control_wrong_q_fails(pair) -> None:
     sampling = SamplingConfig(temperature=1.0)
     counts = joint_counts(pair, UniformClaim(pair.draft), sampling, 400)

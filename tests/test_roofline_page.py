@@ -49,6 +49,7 @@ def test_default_view_matches_the_seed(app_test):
     assert m["Verify pass (ms)"] == f"{float(cur.verify_s) * 1e3:.4g}"
 
 
+@pytest.mark.slow
 def test_every_preset_and_mode_renders(app_test):
     at = app_test(PAGE)
     seen = 0

@@ -181,6 +181,7 @@ def test_smollm2_config_from_gguf(smol) -> None:
     assert 130e6 < smol.model.num_params() < 140e6
 
 
+@pytest.mark.slow
 def test_smollm2_cached_logits_match_float64_reference(smol) -> None:
     tokens = smol.tokenizer.encode("It is a truth universally acknowledged, that a single man").ids
     ref = reference_logits(smol.model.state_dict(), smol.model.cfg, tokens)
@@ -191,6 +192,7 @@ def test_smollm2_cached_logits_match_float64_reference(smol) -> None:
     assert (got.argmax(-1).numpy() == ref.argmax(-1)).all()
 
 
+@pytest.mark.slow
 def test_smollm2_matches_transformers_llama(smol) -> None:
     pytest.importorskip("transformers", reason="transformers is in requirements-dev.txt")
     hf = to_transformers(smol.model)
@@ -283,6 +285,7 @@ def test_missing_gguf_package_says_what_to_install(monkeypatch) -> None:
 
 
 # ------------------------------------------------------ through the decoder ----
+@pytest.mark.slow
 def test_lookup_pair_greedy_equals_autoregressive_and_cache_matches_fresh_forward() -> None:
     from gpu_demo.decode import autoregressive, run, speculative
     from gpu_demo.pairs import load_pair
