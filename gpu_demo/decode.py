@@ -32,7 +32,7 @@ import torch
 
 from gpu_demo.constraints import Constraint
 from gpu_demo.device import Stopwatch
-from gpu_demo.drafters import Drafter
+from gpu_demo.drafters import Drafter, prefill_all_but_last
 from gpu_demo.kinds import EMITTED_KINDS
 from gpu_demo.models.base import DecoderLM
 from gpu_demo.sampler import (
@@ -143,6 +143,20 @@ def check_prompt_and_length(
     return ids
 
 
+def check_pair_sampling(
+    target: DecoderLM, drafter: Drafter, sampling: SamplingConfig, draft_sampling: SamplingConfig | None
+) -> SamplingConfig:
+    """Check both sampling settings and the shared vocabulary; returns the draft's settings (greedy if the target's).
+
+    draft_sampling None means the target's; a greedy target makes the draft greedy too (the greedy rule).
+    """
+    check_sampling(sampling, target.vocab_size, "target")
+    dsamp = sampling if draft_sampling is None else check_sampling(draft_sampling, target.vocab_size, "draft")
+    if drafter.vocab_size != target.vocab_size:
+        raise ValueError(f"draft vocabulary ({drafter.vocab_size}) differs from the target's ({target.vocab_size})")
+    return SamplingConfig(temperature=0.0) if sampling.greedy else dsamp
+
+
 def make_generator(seed: int | None, device: torch.device) -> torch.Generator:
     """A torch.Generator on `device`, seeded (a random seed when None)."""
     gen = torch.Generator(device=device)
@@ -241,12 +255,10 @@ def _top(probs: torch.Tensor, n: int) -> list[list[tuple[int, float]]]:
 def _prefill(target: DecoderLM, drafter: Drafter | None, ids: torch.Tensor) -> tuple[torch.Tensor, float]:
     """Reset the target (and the drafter) and feed all prompt tokens but the last; returns (pending (1,), s)."""
     watch = Stopwatch(target.device)
-    target.reset(1)
-    if ids.numel() > 1:
-        target.forward(ids[:-1].view(1, -1))
+    pending = prefill_all_but_last(target, ids)
     if drafter is not None:
         drafter.begin(ids)
-    return ids[-1:], watch.lap()
+    return pending, watch.lap()
 
 
 def _cut_at_stop(emitted: list[int], kinds: list[str], stops: set[int]) -> tuple[list[int], list[str], bool]:
@@ -347,12 +359,7 @@ def speculative(
     by the target's temperature: at 0 both use argmax and the output equals greedy decoding.
     """
     check_draft_length(gamma)
-    check_sampling(sampling, target.vocab_size, "target")
-    dsamp = sampling if draft_sampling is None else check_sampling(draft_sampling, target.vocab_size, "draft")
-    if sampling.greedy:
-        dsamp = SamplingConfig(temperature=0.0)
-    if drafter.vocab_size != target.vocab_size:
-        raise ValueError(f"draft vocabulary ({drafter.vocab_size}) differs from the target's ({target.vocab_size})")
+    dsamp = check_pair_sampling(target, drafter, sampling, draft_sampling)
     context = min(target.max_seq_len, drafter.max_seq_len)
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(target.device)
     stops = _stops_and_reset(stop_tokens, constraint, target.vocab_size)

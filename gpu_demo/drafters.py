@@ -63,6 +63,15 @@ class Drafter(ABC):
         """The target kept the first n_accepted proposed tokens and then emitted next_token."""
 
 
+def prefill_all_but_last(model: DecoderLM, prompt: torch.Tensor) -> torch.Tensor:
+    """Reset model and feed prompt[:-1] (n,) into its cache; returns the pending last id (1,) on its device."""
+    model.reset(1)
+    prompt = prompt.to(model.device)
+    if prompt.numel() > 1:
+        model.forward(prompt[:-1].view(1, -1))
+    return prompt[-1:]
+
+
 class ModelDrafter(Drafter):
     """Draft with a small DecoderLM: draw gamma tokens autoregressively from its processed law q."""
 
@@ -78,11 +87,7 @@ class ModelDrafter(Drafter):
 
     def begin(self, prompt: torch.Tensor) -> None:
         """Prefill the draft's cache with all prompt tokens but the last (which stays pending)."""
-        self.model.reset(1)
-        prompt = prompt.to(self.model.device)
-        if prompt.numel() > 1:
-            self.model.forward(prompt[:-1].view(1, -1))
-        self._pending = prompt[-1:]
+        self._pending = prefill_all_but_last(self.model, prompt)
 
     def propose(
         self, context: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None,

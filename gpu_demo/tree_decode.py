@@ -33,12 +33,13 @@ from gpu_demo.decode import (
     _prefill,
     _stepwise_inference,
     _top,
+    check_pair_sampling,
     check_prompt_and_length,
     make_generator,
 )
 from gpu_demo.device import Stopwatch
 from gpu_demo.models.base import DecoderLM
-from gpu_demo.sampler import SamplingConfig, check_sampling, logits_to_probs, sample
+from gpu_demo.sampler import SamplingConfig, logits_to_probs, sample
 from gpu_demo.tree_draft import TreeDraft, TreeDrafter, ancestors, check_tree_model, children_of, prune
 from specdec_core.trees import Tree
 
@@ -188,12 +189,7 @@ def tree_speculative(
         raise ValueError(f"tree must be a specdec_core.trees.Tree; got {type(tree).__name__}")
     td = TreeDrafter.from_drafter(drafter)
     check_tree_model(target, "target")
-    check_sampling(sampling, target.vocab_size, "target")
-    dsamp = sampling if draft_sampling is None else check_sampling(draft_sampling, target.vocab_size, "draft")
-    if sampling.greedy:
-        dsamp = SamplingConfig(temperature=0.0)
-    if td.vocab_size != target.vocab_size:
-        raise ValueError(f"draft vocabulary ({td.vocab_size}) differs from the target's ({target.vocab_size})")
+    dsamp = check_pair_sampling(target, td, sampling, draft_sampling)
     context = min(target.max_seq_len, td.max_seq_len) - tree.n_nodes  # room for the tree's pass
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(target.device)
     return _stepwise_inference(_tree_body(target, td, ids, max_new_tokens, tree, sampling, dsamp, seed,

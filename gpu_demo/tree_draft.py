@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from gpu_demo.drafters import ModelDrafter
+from gpu_demo.drafters import ModelDrafter, prefill_all_but_last
 from gpu_demo.models.base import DecoderLM
 from gpu_demo.sampler import SamplingConfig, logits_to_probs
 from specdec_core.trees import Tree
@@ -149,11 +149,7 @@ class TreeDrafter:
 
     def begin(self, prompt: torch.Tensor) -> None:
         """Prefill with all prompt tokens but the last (pending)."""
-        self.model.reset(1)
-        prompt = prompt.to(self.model.device)
-        if prompt.numel() > 1:
-            self.model.forward(prompt[:-1].view(1, -1))
-        self._pending = prompt[-1:]
+        self._pending = prefill_all_but_last(self.model, prompt)
 
     def propose(self, tree: Tree, sampling: SamplingConfig, generator: torch.Generator | None) -> TreeDraft:
         """Fill `tree`: depth d's nodes are chosen from the laws after depth d - 1's nodes that have children."""
