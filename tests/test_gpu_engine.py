@@ -9,13 +9,13 @@ import zlib
 import pytest
 import torch
 
-from gpu_demo.training import corpus
 from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.drafters import ModelDrafter
 from gpu_demo.measure.stats import alpha_per_position
 from gpu_demo.models.char import CharConfig, CharTokenizer, CharTransformer, WindowConfig, WindowMLP
 from gpu_demo.pairs import PAIRS, PairSpec, availability, load_pair, register, warm_up
 from gpu_demo.sampler import SamplingConfig, logits_to_probs
+from gpu_demo.training import corpus
 
 V = 81
 
