@@ -27,7 +27,14 @@ from gpu_demo.drafters import Draft
 from gpu_demo.models.eagle import EagleConfig, EagleDrafter, EagleHead, load_head, save_head
 from gpu_demo.models.llama import Llama, LlamaConfig, init_random
 from gpu_demo.sampler import SamplingConfig
-from gpu_demo.training.eagle import batch_tensors, choose_out_ids, init_head, position_losses, unrolled_features
+from gpu_demo.training.eagle import (
+    batch_tensors,
+    choose_out_ids,
+    init_head,
+    position_losses,
+    reply_mass,
+    unrolled_features,
+)
 from gpu_demo.training.eagle_data import sample_replies
 from specdec_core.stats import chi_square_gof
 
@@ -69,7 +76,7 @@ def trained_head(target: Llama, n_out: int, steps: int = 120, seed: int = 0) -> 
     train_set, val = samples[:20], samples[20:]
     head = EagleHead(EagleConfig.for_target(target.cfg, hidden_dim=64, n_out=n_out), max_len=target.max_seq_len)
     init_head(head, seed)
-    head.out_ids.copy_(choose_out_ids(train_set, target.vocab_size, n_out, []))
+    head.out_ids.copy_(choose_out_ids(reply_mass(train_set, target.tok_embeddings.weight), n_out, []))
     head.attach(target)
     opt = torch.optim.AdamW(head.parameters(), lr=3e-3)
 

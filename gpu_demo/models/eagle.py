@@ -36,6 +36,12 @@ from gpu_demo.sampler import SamplingConfig, next_token
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 EAGLE_NAME = "smollm2_eagle"
+FEATURE_REUSE = (
+    "Feature reuse (smollm2-eagle): the target's verify pass already computes its last hidden state at every "
+    "position, the vector its output head turns into p; the EAGLE-style draft reads those states for the "
+    "tokens just accepted, so one small layer on top of what the target knows predicts the next tokens, "
+    "instead of a separate small model starting from the text alone."
+)
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ class EagleConfig:
     norm_eps: float = 1e-5
     rope_base: float = 100000.0
     vocab_size: int = 49152
-    n_out: int = 4096  # |S|: token ids the draft can propose (q = 0 elsewhere)
+    n_out: int = 8192  # |S|: token ids the draft can propose (q = 0 elsewhere)
 
     def block_config(self) -> LlamaConfig:
         """The one decoder layer's shape, as a LlamaConfig."""
@@ -59,7 +65,7 @@ class EagleConfig:
         )
 
     @classmethod
-    def for_target(cls, target: LlamaConfig, hidden_dim: int | None = None, n_out: int = 4096) -> EagleConfig:
+    def for_target(cls, target: LlamaConfig, hidden_dim: int | None = None, n_out: int = 8192) -> EagleConfig:
         """A head matching the target's width, heads, norm and RoPE."""
         return cls(dim=target.dim, n_heads=target.n_heads, n_kv_heads=target.n_kv_heads,
                    hidden_dim=hidden_dim or target.hidden_dim, norm_eps=target.norm_eps, rope_base=target.rope_base,

@@ -2,8 +2,9 @@
 
 1. Data (gpu_demo.training.eagle_data): the target's replies at T = 1 to chat prompts, with its feature
    f_i and log-normaliser log Z_i at every position; cached under the user's cache dir.
-2. S = the n_out ids most frequent in the training replies (plus the end-of-turn token): the only ids
-   the draft can propose. Its coverage (share of reply tokens in S, mean target mass on S) is logged.
+2. S = the n_out ids with the most target probability mass over the training replies (plus the
+   end-of-turn token): the only ids the draft can propose. Its held-out coverage (share of reply tokens
+   in S, mean target mass on S: a ceiling on alpha) is logged.
 3. Loss, per draft position s = 1..unroll, on reply positions only: distill_loss(p_S, log q) =
    TV(p, q) + ce_weight * H(p, q) restricted to S (the mass of p outside S is a constant there), with
    p_S = exp(E_S f - log Z) the target's law at T = 1 on S.
@@ -41,17 +42,18 @@ class EagleTrainConfig:
     n_prompts: int = 320
     gen_batch: int = 64
     max_new: int = 192
-    n_out: int = 4096
+    n_out: int = 8192
     hidden_dim: int = 1536
     val_fraction: float = 0.08
-    steps: int = 160
+    steps: int = 420
     batch: int = 8  # sequences per step
     max_len: int = 320  # sequences are cut to this many tokens
-    lr: float = 1e-3
+    lr: float = 3e-3
     warmup: int = 20
     ce_weight: float = 0.1
+    feat_weight: float = 0.0  # weight of the feature regression SmoothL1(g, f_next)
     unroll: int = 2  # draft positions trained (1 = true features only)
-    eval_every: int = 40
+    eval_every: int = 60
     seed: int = 1234
 
 
@@ -126,9 +128,10 @@ def unrolled_features(head: EagleHead, feats: torch.Tensor, toks: torch.Tensor, 
 
 
 def position_losses(
-    head: EagleHead, bt: dict[str, torch.Tensor], unroll: int, ce_weight: float
+    head: EagleHead, bt: dict[str, torch.Tensor], unroll: int, ce_weight: float, feat_weight: float = 0.0
 ) -> tuple[torch.Tensor, list[float]]:
-    """Sum over draft positions of distill_loss on S at reply slots; and alpha on S per position (no grad)."""
+    """Sum over draft positions of distill_loss on S (+ feat_weight * SmoothL1(g, f), EAGLE's feature regression)
+    at reply slots; and alpha on S per position (no grad)."""
     gs = unrolled_features(head, bt["feats"], bt["toks"], unroll)
     total, alphas = 0.0, []
     for s, g in enumerate(gs, start=1):
@@ -138,6 +141,8 @@ def position_losses(
             p = torch.exp(head.sub_logits(bt["f_next"][valid]) - bt["logz_next"][valid][:, None])
         log_q = F.log_softmax(head.sub_logits(g[valid]), -1)  # (N, n_out)
         total = total + distill_loss(p, log_q, ce_weight)
+        if feat_weight:
+            total = total + feat_weight * F.smooth_l1_loss(g[valid], bt["f_next"][valid])
         alphas.append(float(torch.minimum(p, log_q.detach().exp()).sum(-1).mean()))
     return total, alphas
 
@@ -145,14 +150,22 @@ def position_losses(
 # -------------------------------------------------------------------------------------------------- train
 
 
-def choose_out_ids(samples: list[Sample], vocab_size: int, n_out: int, always: list[int]) -> torch.Tensor:
-    """The n_out ids most frequent among reply tokens (ties by id), always including `always`; ascending."""
-    counts = torch.zeros(vocab_size, dtype=torch.long)
-    for s in samples:
-        counts += torch.bincount(s.ids[s.prompt_len :], minlength=vocab_size)
+def reply_mass(samples: list[Sample], emb: torch.Tensor) -> torch.Tensor:
+    """sum over reply positions of the target's law p_i(x) = exp(E f_i - log Z_i): (V,) float64, the expected counts."""
+    mass = torch.zeros(emb.shape[0], dtype=torch.float64)
+    with torch.no_grad():
+        for s in samples:
+            f, z = s.feats[s.prompt_len - 1 :].float(), s.logz[s.prompt_len - 1 :]  # (R, C), (R,)
+            mass += torch.exp(F.linear(f, emb) - z[:, None]).sum(0).double()
+    return mass
+
+
+def choose_out_ids(score: torch.Tensor, n_out: int, always: list[int]) -> torch.Tensor:
+    """The n_out ids of highest score (ties by id), always including `always`; ascending. score: (V,)."""
+    score = score.clone()
     if always:
-        counts[torch.tensor(always)] = counts.max() + 1
-    return torch.sort(counts, descending=True, stable=True).indices[:n_out].sort().values
+        score[torch.tensor(always)] = score.max() + 1
+    return torch.sort(score, descending=True, stable=True).indices[:n_out].sort().values
 
 
 def coverage(samples: list[Sample], out_ids: torch.Tensor, head: EagleHead) -> dict[str, float]:
@@ -207,7 +220,7 @@ def evaluate(head: EagleHead, val: list[Sample], cfg: EagleTrainConfig) -> dict:
     with torch.no_grad():
         for i in range(0, len(val), cfg.batch):
             bt = batch_tensors(val[i : i + cfg.batch], cfg.max_len)
-            loss, a = position_losses(head, bt, cfg.unroll, cfg.ce_weight)
+            loss, a = position_losses(head, bt, cfg.unroll, cfg.ce_weight, cfg.feat_weight)
             n = int(bt["mask"].sum())
             losses.append(float(loss) * n)
             alphas.append([x * n for x in a])
@@ -232,7 +245,8 @@ def train(cfg: EagleTrainConfig = EagleTrainConfig(), out_dir: Path = ASSETS, lo
     target = smol.model
     head = EagleHead(EagleConfig.for_target(target.cfg, cfg.hidden_dim, cfg.n_out), max_len=target.cfg.max_seq_len)
     init_head(head, cfg.seed)
-    head.out_ids.copy_(choose_out_ids(train_set, target.vocab_size, cfg.n_out, [smol.eos_token_id]))
+    mass = reply_mass(train_set, target.tok_embeddings.weight)  # denser than counting the sampled tokens
+    head.out_ids.copy_(choose_out_ids(mass, cfg.n_out, [smol.eos_token_id]))
     head.attach(target)
     cov = coverage(val, head.out_ids, head)
     n_tok = sum(s.ids.numel() - s.prompt_len for s in train_set)
@@ -247,7 +261,7 @@ def train(cfg: EagleTrainConfig = EagleTrainConfig(), out_dir: Path = ASSETS, lo
             group["lr"] = lr_cosine(step, cfg.steps, cfg.lr, cfg.lr / 10, cfg.warmup)
         idx = torch.randint(0, len(train_set), (cfg.batch,), generator=g).tolist()
         bt = batch_tensors([train_set[i] for i in idx], cfg.max_len)
-        loss, alphas = position_losses(head, bt, cfg.unroll, cfg.ce_weight)
+        loss, alphas = position_losses(head, bt, cfg.unroll, cfg.ce_weight, cfg.feat_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
