@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from gpu_demo.decode import MAX_GAMMA
+from gpu_demo.models.eagle import FEATURE_REUSE
 from specdec_core.repeats import MAX_REPEATS
 from ui.controls import bound_select, bound_text, bound_toggle, get_value, number_box, set_value, slider_input
 
@@ -68,6 +69,7 @@ def pairs_table(device: str) -> None:
         hide_index=True,
         key="pairs_table",
     )
+    st.caption(FEATURE_REUSE)
 
 
 def prompt_box() -> str:
