@@ -33,12 +33,12 @@ def test_slider_changes_readout(page, streamlit_url):
     assert_no_error(page)
     screenshot(page, "algebra-slowdown")
 
-    nudge_slider(page, "algebra-gamma__slider", -1)           # gamma 4 -> 3 with the keyboard
-    _await_metric(page, 2, f"{speedup(0.8, 3, 0.05, 3.5):.2f}x")
+    nudge_slider(page, "algebra-gamma__slider", 1)            # gamma 4 -> 5 with the keyboard
+    _await_metric(page, 2, f"{speedup(0.8, 5, 0.05, 3.5):.2f}x")
     after = _metrics(page)
-    assert after[2] == f"{speedup(0.8, 3, 0.05, 3.5):.2f}x", after
+    assert after[2] == f"{speedup(0.8, 5, 0.05, 3.5):.2f}x", after
     assert after != before
-    assert "gamma=3" in page.url, page.url            # the URL follows the widget
+    assert "gamma=5" in page.url, page.url            # the URL follows the widget (3, the default, is left out)
     assert_no_error(page)
     screenshot(page, "algebra")
 

@@ -139,7 +139,7 @@ def own_server():
         yield url, proc.pid
 
 
-QUERY = "maxnew=30&gamma=3&greedy=true&seed=0"
+QUERY = "maxnew=30&gamma=3&greedy=true&seed=0&repeats=1"
 DONE_TEXT = "equals the autoregressive text"
 
 
@@ -147,8 +147,9 @@ def _run_and_wait(pg) -> list[str]:
     """Wait for the finished race; return the speculative and baseline texts shown."""
     pg.get_by_text(DONE_TEXT).first.wait_for(timeout=180_000)
     wait_for_app(pg, timeout_ms=120_000)
-    pg.wait_for_function("() => document.querySelectorAll('[data-testid=\"stCode\"]').length == 2", timeout=60_000)
-    return pg.locator('[data-testid="stCode"]').all_inner_texts()
+    race = '.st-key-race_texts [data-testid="stCode"]'  # the race's two texts (other sections have code blocks too)
+    pg.wait_for_function(f"() => document.querySelectorAll('{race}').length == 2", timeout=60_000)
+    return pg.locator(race).all_inner_texts()
 
 
 @pytest.mark.browser

@@ -109,7 +109,7 @@ def race_view(rec: lr.RunRecord, s) -> None:
         st.caption("The race needs at least one finished repeat: a speculative run and its baseline.")
         return
     if rec.first.done:
-        c1, c2 = st.columns(2)
+        c1, c2 = st.container(key="race_texts").columns(2)
         c1.markdown("**speculative** (repeat 1)")
         c1.code("".join(map(piece, rec.spec_tokens())), language=None, wrap_lines=True)
         c2.markdown("**autoregressive baseline** (repeat 1)")
