@@ -13,7 +13,7 @@ def run(pair_name: str, prompts: Callable[[object], list[str]], description: str
     """Benchmark `pair_name` on prompts(pair) with gpu_demo.measure.bench.measure; --json PATH writes the report."""
     import torch
 
-    from gpu_demo.__main__ import _gammas
+    from gpu_demo.__main__ import gamma_list
     from gpu_demo.measure.bench import format_table, measure
     from gpu_demo.pairs import load_pair
     from gpu_demo.sampler import SamplingConfig
@@ -28,7 +28,7 @@ def run(pair_name: str, prompts: Callable[[object], list[str]], description: str
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     pair = load_pair(pair_name, "cpu", max_len=512)
-    report = measure(pair, prompts(pair), _gammas(args.gamma), SamplingConfig(args.temperature),
+    report = measure(pair, prompts(pair), gamma_list(args.gamma), SamplingConfig(args.temperature),
                      args.max_new_tokens, args.repeats, seed=0)
     print(format_table(report))
     if args.json:

@@ -10,7 +10,7 @@ from the corpus.
 
 from __future__ import annotations
 
-from bench._smollm2_runner import run  # noqa: E402
+from _smollm2_runner import run
 
 OPEN_PROMPTS = (
     "It was a fine morning in Bath, and Miss Elliot had resolved to walk",

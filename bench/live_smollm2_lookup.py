@@ -9,7 +9,7 @@ own template, around passages from the held-out end of the Austen corpus.
 
 from __future__ import annotations
 
-from bench._smollm2_runner import run  # noqa: E402
+from _smollm2_runner import run
 
 PASSAGES = (
     "Anne's object was, not to be in the way of anybody; and where the narrow paths across the fields "

@@ -17,6 +17,7 @@ import torch
 from gpu_demo.models import gguf as gguf_loader
 from gpu_demo.models.gguf import SmolLM2Unavailable, load_smollm2, render_chat
 from gpu_demo.models.llama import Llama, LlamaConfig, init_random
+from gpu_demo.models.llama_hf import to_transformers, unpermute
 
 TINY = LlamaConfig(
     vocab_size=97, dim=48, n_layers=2, n_heads=6, n_kv_heads=2, hidden_dim=80,
@@ -25,12 +26,6 @@ TINY = LlamaConfig(
 
 
 # ------------------------------------------------------------------ reference ----
-def unpermute(w: torch.Tensor, n_head: int) -> torch.Tensor:
-    """Undo llama.cpp's q/k row permutation: GGUF pair layout -> Hugging Face half-split layout."""
-    out, inp = w.shape
-    return w.reshape(n_head, out // n_head // 2, 2, inp).swapaxes(1, 2).reshape(out, inp)
-
-
 def rotate_half_rope(x: np.ndarray, base: float) -> np.ndarray:
     """Half-split RoPE (Hugging Face's convention) on x (H, T, D) at positions 0..T-1, float64."""
     H, T, D = x.shape
@@ -86,35 +81,6 @@ def chunked_logits(model: Llama, tokens: list[int], chunks: list[int]) -> torch.
         i += n
     assert i == len(tokens)
     return torch.cat(out)  # (T, V)
-
-
-def to_transformers(model: Llama):
-    """transformers.LlamaForCausalLM holding the same weights (q/k rows un-permuted to its layout)."""
-    import transformers
-
-    c = model.cfg
-    hf_cfg = transformers.LlamaConfig(
-        vocab_size=c.vocab_size, hidden_size=c.dim, intermediate_size=c.hidden_dim,
-        num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads,
-        rms_norm_eps=c.norm_eps, rope_theta=c.rope_base, max_position_embeddings=c.max_seq_len,
-        tie_word_embeddings=True,
-    )
-    hf = transformers.LlamaForCausalLM(hf_cfg).eval()
-    sd = model.state_dict()
-    new = {"model.embed_tokens.weight": sd["tok_embeddings.weight"], "model.norm.weight": sd["norm.weight"],
-           "lm_head.weight": sd["tok_embeddings.weight"]}
-    names = {"attention.wv": "self_attn.v_proj", "attention.wo": "self_attn.o_proj",
-             "feed_forward.w1": "mlp.gate_proj", "feed_forward.w3": "mlp.up_proj",
-             "feed_forward.w2": "mlp.down_proj", "attention_norm": "input_layernorm",
-             "ffn_norm": "post_attention_layernorm"}
-    for i in range(c.n_layers):
-        p, q = f"layers.{i}.", f"model.layers.{i}."
-        new[q + "self_attn.q_proj.weight"] = unpermute(sd[p + "attention.wq.weight"], c.n_heads)
-        new[q + "self_attn.k_proj.weight"] = unpermute(sd[p + "attention.wk.weight"], c.n_kv_heads)
-        for ours, theirs in names.items():
-            new[q + theirs + ".weight"] = sd[p + ours + ".weight"]
-    hf.load_state_dict(new, strict=True)
-    return hf
 
 
 # ---------------------------------------------------------------- tiny config ----
