@@ -59,6 +59,8 @@ def render() -> None:
     st.page_link("views/algebra.py", label="Algebra: alpha, gamma, c, v and the speedup", icon=":material/functions:")
     st.page_link("views/roofline.py", label="Roofline: why batch 1 leaves compute idle", icon=":material/speed:")
     st.page_link("views/proof.py", label="Proof: the emitted law is exactly p", icon=":material/verified:")
+    st.page_link("views/trees.py", label="Trees and multi-draft: beyond one chain, and which rules stay exact",
+                 icon=":material/account_tree:")
     st.page_link("views/live.py", label="Live decoding: a real draft and target", icon=":material/play_circle:")
     st.page_link(
         "views/interview.py",
