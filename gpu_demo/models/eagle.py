@@ -272,17 +272,11 @@ def load_head(target: Llama, directory: Path = ASSETS, name: str = EAGLE_NAME, m
 
 def load_eagle_pair(device: torch.device, dtype: torch.dtype | str | None = None, max_len: int | str = 2048):
     """SmolLM2-135M-Instruct target (shared with the other SmolLM2 pairs) + the committed feature-level draft."""
-    from gpu_demo.models.smollm2 import SmolTokenizer, _dtype, _info, shared_target
-    from gpu_demo.pairs import Pair, damaged
+    from gpu_demo.models.smollm2 import _info, target_and_draft
+    from gpu_demo.pairs import Pair
 
-    dt = _dtype(device, dtype)
-    max_len = int(max_len)
-    smol = shared_target(device, dt, max_len)
-    try:
-        head = load_head(smol.model, max_len=max_len)
-    except Exception as exc:  # name the damaged file
-        raise damaged([ASSETS / f"{EAGLE_NAME}.json", ASSETS / f"{EAGLE_NAME}.safetensors"], exc) from exc
-    tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
+    files = [ASSETS / f"{EAGLE_NAME}.json", ASSETS / f"{EAGLE_NAME}.safetensors"]
+    smol, dt, head, tok = target_and_draft(device, dtype, max_len, load_head, files)
     cfg = head.cfg
     info = _info(smol, dt, f"EAGLE-style feature draft: 1 decoder layer reading the target's last hidden state, "
                            f"head over {cfg.n_out} frequent ids")

@@ -8,6 +8,8 @@ the lookup pair ``max_ngram``/``min_ngram``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -103,20 +105,29 @@ def load_lookup_pair(
     return Pair("smollm2-lookup", smol.model, drafter, tok, device, info)
 
 
+def target_and_draft(
+    device: torch.device, dtype: torch.dtype | str | None, max_len: int | str,
+    load: Callable[..., torch.nn.Module], files: list[Path],
+) -> tuple[SmolLM2, torch.dtype, torch.nn.Module, SmolTokenizer]:
+    """The shared SmolLM2 target, a draft built by load(target, max_len=...) from `files`, and the tokenizer.
+
+    A draft that cannot be read raises the error naming the first damaged or missing file.
+    """
+    dt = _dtype(device, dtype)
+    smol = shared_target(device, dt, int(max_len))
+    try:
+        draft = load(smol.model, max_len=int(max_len))
+    except Exception as exc:  # the readers' own messages do not say which file
+        raise damaged(files, exc) from exc
+    return smol, dt, draft, SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
+
+
 def load_draft_pair(device: torch.device, dtype: torch.dtype | str | None = None, max_len: int | str = 2048) -> Pair:
     """SmolLM2 target + the distilled 2-layer draft committed in assets/smollm2_draft.*."""
-    from gpu_demo.training.smollm2_draft import load_draft
+    from gpu_demo.training.smollm2_draft import ASSETS, DRAFT_NAME, load_draft
 
-    dt = _dtype(device, dtype)
-    max_len = int(max_len)
-    smol = shared_target(device, dt, max_len)
-    try:
-        draft = load_draft(smol.model, max_len=max_len)
-    except Exception as exc:  # name the damaged file
-        from gpu_demo.training.smollm2_draft import ASSETS, DRAFT_NAME
-
-        raise damaged([ASSETS / f"{DRAFT_NAME}.json", ASSETS / f"{DRAFT_NAME}.safetensors"], exc) from exc
-    tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
+    files = [ASSETS / f"{DRAFT_NAME}.json", ASSETS / f"{DRAFT_NAME}.safetensors"]
+    smol, dt, draft, tok = target_and_draft(device, dtype, max_len, load_draft, files)
     info = _info(smol, dt, "distilled 2-layer Llama draft")
     info["draft_params"] = draft.num_params()
     return Pair("smollm2-draft", smol.model, ModelDrafter(draft, "distilled SmolLM2 draft"), tok, device, info)
