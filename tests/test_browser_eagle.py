@@ -1,7 +1,7 @@
 """Real browser: the live page runs SmolLM2 with the feature-level (EAGLE-style) draft at temperature 1.
 
-The prompt is a chat turn written out in SmolLM2's template (the tokenizer recognises <|im_start|> and
-<|im_end|>), so the model answers a question; the run is short (SmolLM2 decodes some 10-20 tokens/s here).
+The prompt is a plain question: the runner sends a chat model its prompt as one user turn in the chat
+template, so the model answers it; the run is short (SmolLM2 decodes some 10-20 tokens/s here).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from live_support import ensure_builtin_assets
 ensure_builtin_assets()  # at import, before the session's server starts and inherits the env
 pytestmark = pytest.mark.browser
 
-CHAT = "<|im_start|>user\nHow do bees make honey?<|im_end|>\n<|im_start|>assistant\n"
+CHAT = "How do bees make honey?"
 
 
 def test_live_page_runs_the_feature_level_draft_and_its_drafts_are_accepted(page, streamlit_url):

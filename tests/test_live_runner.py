@@ -114,3 +114,16 @@ def test_full_sweep_interleaves_every_gamma_with_its_own_baseline(sp):
         (1, False, 5), (2, True, 5), (2, False, 6), (1, True, 6)]
     assert all(r.done and len(r.base_tokens()) == len(r.spec_tokens()) == 20 for r in srec.runs)
     assert {g: len(v) for g, v in srec.by_gamma().items()} == {1: 2, 2: 2}
+
+
+def test_a_chat_pair_gets_the_prompt_as_one_user_turn_and_a_plain_pair_gets_it_raw(sp):
+    class ChatTok(CharTokenizer):
+        def user_turn(self, text: str) -> str:  # the SmolTokenizer method the runner calls
+            return text if text.startswith("[") else f"[{text}]"
+
+    tok = ChatTok("[]" + VOCAB)
+    chat = lr.SharedPair("chat", "cpu", Pair("chat", sp.pair.target, sp.pair.drafter, tok, torch.device("cpu"),
+                                             info={"chat": True}), None, 0.0, TurnQueue())
+    assert lr.prompt_ids(chat, "abc") == tok.encode("[abc]") == lr.prompt_ids(chat, "[abc]")
+    assert lr.prompt_ids(sp, "abc") == sp.pair.tokenizer.encode("abc")
+

@@ -18,6 +18,9 @@ from gpu_demo.models.gguf import LICENSE, SmolLM2, SmolLM2Unavailable, cache_dir
 from gpu_demo.pairs import Pair, damaged
 
 
+TURN_MARK = "<|im_start|>"  # opens every turn in SmolLM2's chat template
+
+
 class SmolTokenizer:
     """gpu_demo's Tokenizer protocol over the BPE tokenizer rebuilt from the GGUF."""
 
@@ -43,6 +46,10 @@ class SmolTokenizer:
         """The chat-template prompt for one user turn, ready for the assistant's reply."""
         msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
         return render_chat(self.chat_template, msgs)
+
+    def user_turn(self, text: str) -> str:
+        """text as one user turn (chat), unless it is already written in the template (it holds TURN_MARK)."""
+        return text if TURN_MARK in text else self.chat(text)
 
 
 def _dtype(device: torch.device, dtype: torch.dtype | str | None) -> torch.dtype:

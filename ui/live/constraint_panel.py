@@ -23,7 +23,7 @@ from specdec_core.measure import acceptance_probability
 from ui.controls import bound_radio, bound_select, bound_text, bound_toggle, get_value, number_box
 from ui.live import tokens as lt
 from ui.live.queue import decode_threads
-from ui.live.runner import Settings, SharedPair
+from ui.live.runner import Settings, SharedPair, prompt_ids
 from ui.safe_text import md
 
 OWN = "own"
@@ -95,12 +95,6 @@ def decode(sp: SharedPair, ids: list[int], s: Settings, constraint: C.Constraint
         out.state, out.detail = constraint.check(out.tokens)
         out.state = "violated" if out.error else out.state
     return out
-
-
-def prompt_ids(sp: SharedPair, user_prompt: str) -> list[int]:
-    """The prompt's ids: chat-formatted for a chat model (the constraint covers the reply), raw otherwise."""
-    tok = sp.pair.tokenizer
-    return tok.encode(tok.chat(user_prompt) if sp.pair.info.get("chat") else user_prompt)
 
 
 def run_request(sp: SharedPair, s: Settings, label: str, user_prompt: str, kind: str, source: str, forget: Forget,

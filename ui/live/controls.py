@@ -21,6 +21,7 @@ PRESETS: dict[str, str] = {
         "must be in want of a wife.\nAgain: It is a truth universally acknowledged, that a single man"
     ),
     "code-like": "def total(items):\n    return sum([x * 2 for x in items])\n\ndef mean(items):\n    return",
+    "chat question": "Explain how a rainbow forms, in simple words.",
 }
 CUSTOM = "custom"
 MAX_NEW = 400
@@ -79,10 +80,13 @@ def prompt_box() -> str:
         [*PRESETS, CUSTOM],
         key="preset",
         on_change=_load_preset,
-        help="open-ended prose, a copy-heavy passage (the continuation repeats text), code-like text",
+        help="open-ended prose, a copy-heavy passage (the continuation repeats text), code-like text, "
+        "a question for a chat model",
     )
     chosen = PRESETS.get(get_value("preset", ""), PRESETS["open-ended"])  # ?preset= without ?prompt=
-    return bound_text("prompt", "prompt", chosen, max_len=MAX_PROMPT_CHARS, area=True, height=110)
+    return bound_text("prompt", "prompt", chosen, max_len=MAX_PROMPT_CHARS, area=True, height=110,
+                      help="A chat model (SmolLM2) gets this as one user turn in its chat template, so it answers; "
+                      "text already written in the template (<|im_start|>...) is sent as typed.")
 
 
 def sampling_controls() -> dict:

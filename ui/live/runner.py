@@ -80,13 +80,20 @@ class Settings:
         return asdict(self)
 
 
+def prompt_ids(sp: SharedPair, user_prompt: str) -> list[int]:
+    """The prompt's ids: a chat model gets it as one user turn (so it answers; a prompt already written in its
+    template is kept as typed), a plain model gets it raw."""
+    tok = sp.pair.tokenizer
+    return tok.encode(tok.user_turn(user_prompt) if sp.pair.info.get("chat") else user_prompt)
+
+
 def validate(sp: SharedPair, s: Settings) -> list[int]:
     """Prompt token ids for a run; ValueError with a clear message (empty prompt, characters the tokenizer
     lacks, prompt or length past the context, sampling out of range)."""
     if not s.prompt:
         raise ValueError("The prompt is empty: type at least one character.")
     assert sp.pair is not None
-    ids = sp.pair.tokenizer.encode(s.prompt)
+    ids = prompt_ids(sp, s.prompt)
     context = min(sp.pair.target.max_seq_len, sp.pair.drafter.max_seq_len)
     check_prompt_and_length(ids, int(s.max_new), context)
     check_repeats(s.repeats)
