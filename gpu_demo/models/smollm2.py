@@ -17,7 +17,6 @@ from gpu_demo.drafters import LookupDrafter, ModelDrafter
 from gpu_demo.models.gguf import LICENSE, SmolLM2, SmolLM2Unavailable, cache_dir, gguf_path, load_smollm2, render_chat
 from gpu_demo.pairs import Pair, damaged
 
-
 TURN_MARK = "<|im_start|>"  # opens every turn in SmolLM2's chat template
 
 
