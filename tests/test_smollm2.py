@@ -93,6 +93,24 @@ def test_tiny_cached_chunks_match_float64_reference() -> None:
     np.testing.assert_allclose(got.double().numpy(), ref, atol=2e-5, rtol=1e-4)
 
 
+def test_weight_layout_changes_memory_order_not_values_or_logits() -> None:
+    model = init_random(TINY, seed=7).eval()
+    tokens = torch.randint(0, TINY.vocab_size, (17,), generator=torch.Generator().manual_seed(3)).tolist()
+    ref = reference_logits(model.state_dict(), TINY, tokens)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    model.set_weight_layout(transposed=True)
+    wq = model.layers[0].attention.wq.weight
+    assert not wq.is_contiguous() and wq.t().is_contiguous() and wq.requires_grad  # kept as it was
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    with torch.no_grad():
+        got = chunked_logits(model, tokens, [6, 1, 4, 1, 5])
+    np.testing.assert_allclose(got.double().numpy(), ref, atol=2e-5, rtol=1e-4)
+    model.load_state_dict(before)  # loading copies into the transposed views
+    model.set_weight_layout(transposed=False)
+    assert model.layers[0].feed_forward.w2.weight.is_contiguous()
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
 def test_tiny_rollback_then_reforward_equals_original() -> None:
     model = init_random(TINY, seed=4).eval()
     seq = torch.randint(0, TINY.vocab_size, (1, 12), generator=torch.Generator().manual_seed(1))
@@ -286,6 +304,9 @@ def test_smol_tokenizer_protocol(smol) -> None:
     ids = tok.encode("Mr. Darcy")
     assert tok.decode(ids) == "Mr. Darcy" and "".join(tok.piece(i) for i in ids) == "Mr. Darcy"
     assert tok.vocab_size == 49152 and tok.piece(2) == "<|im_end|>"
+    turn = tok.chat("How do tides work?")
+    assert tok.user_turn("How do tides work?") == turn and tok.user_turn(turn) == turn  # wrapped once, never twice
+    assert turn.count("<|im_start|>") == 3 and turn.endswith("<|im_start|>assistant\n")  # system, user, assistant
 
 
 def test_trained_draft_loads_caches_consistently_and_keeps_greedy_exact(smol) -> None:

@@ -191,6 +191,18 @@ class Llama(CachedDecoder, nn.Module):
             self._cos, self._sin = rope_tables(self.cfg.head_dim, self.max_seq_len, self.cfg.rope_base, self.device)
         return self._cos[start : start + t_new], self._sin[start : start + t_new]
 
+    def set_weight_layout(self, transposed: bool) -> None:
+        """Keep every linear weight W (out, in) as a view of a contiguous W^T (transposed) or contiguous (not).
+
+        Same values and the same y = x W^T; only the memory order changes, and with it the BLAS kernel a CPU
+        picks for a few rows: bench/verify_cost.py measures a verify pass of T tokens in both layouts.
+        """
+        with torch.no_grad():
+            for mod in self.modules():
+                if isinstance(mod, nn.Linear):
+                    w = mod.weight.t().contiguous().t() if transposed else mod.weight.contiguous()  # (out, in)
+                    mod.weight = nn.Parameter(w, requires_grad=mod.weight.requires_grad)
+
     # --------------------------------------------------------------------- forward --
     def head(self, h: torch.Tensor) -> torch.Tensor:
         """Final norm and output projection (tied to the embedding by default): (B, T, C) -> (B, T, V) float32.

@@ -1,0 +1,98 @@
+"""Benchmark: what one SmolLM2 verify pass of T tokens costs, v(T) = t(T) / t(1), in both weight layouts.
+
+v is the cost side of speedup = E[N] / (gamma c + v): a verify pass scores T = gamma + 1 tokens. On a GPU
+v stays near 1 until the batch fills the compute; on one CPU thread it climbs early, and how early depends
+on the BLAS kernel the weights' memory order selects (gpu_demo.models.llama.Llama.set_weight_layout).
+Layouts and token counts are interleaved in every repeat (layout order reversed on odd repeats), each
+timing is the mean of --calls forwards after a context of --context tokens, and the table prints the
+median over repeats with its [min, max].
+
+    .venv/bin/python bench/verify_cost.py --threads 1 --repeats 7 --json bench/verify_cost.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from gpu_demo.__main__ import gamma_list
+from gpu_demo.device import time_call
+from gpu_demo.measure.bench import environment
+from specdec_core.repeats import check_repeats, race_order, spread
+
+LAYOUTS = {"contiguous W (out, in)": False, "W^T contiguous (in, out)": True}
+
+
+def measure(model, tokens: list[int], repeats: int, calls: int, context: int) -> dict[str, dict[int, list[float]]]:
+    """Seconds per forward of T tokens after `context` cached tokens, per layout and T, `repeats` interleaved values."""
+    g = torch.Generator().manual_seed(0)
+    prefix = torch.randint(0, model.vocab_size, (1, context), generator=g)  # (1, context)
+    out: dict[str, dict[int, list[float]]] = {name: {t: [] for t in tokens} for name in LAYOUTS}
+    with torch.inference_mode():
+        model.reset(1)
+        model.forward(prefix)
+        for base_first in race_order(repeats):
+            names = list(LAYOUTS) if base_first else list(LAYOUTS)[::-1]
+            for name in names:
+                model.set_weight_layout(LAYOUTS[name])
+                for t in tokens:
+                    x = torch.randint(0, model.vocab_size, (1, t), generator=g)  # (1, T)
+
+                    def step(x=x) -> None:
+                        model.rollback(context)
+                        model.forward(x)
+
+                    out[name][t].append(sum(time_call(step, model.device, calls)) / calls)
+    return out
+
+
+def table(times: dict[str, dict[int, list[float]]]) -> str:
+    """ms per pass and v(T) = t(T) / t(1) (median [min, max] over repeats) per layout."""
+    lines = []
+    for name, per_t in times.items():
+        lines.append(f"\n{name}\n{'T':>3} {'ms (min-max)':>20} {'v = t(T)/t(1)':>20}")
+        one = per_t[min(per_t)]
+        for t, vals in per_t.items():
+            ms = spread([1e3 * v for v in vals])
+            ratio = spread([v / o for v, o in zip(vals, one)])
+            lines.append(f"{t:>3} {ms.median:>8.1f} ({ms.lo:.1f}-{ms.hi:.1f}) {ratio.median:>9.2f} "
+                         f"({ratio.lo:.2f}-{ratio.hi:.2f})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=gamma_list, default=gamma_list("1,2,3,4,5,6,8,12,16"), help="T values")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=3, help="forwards averaged per timing")
+    ap.add_argument("--context", type=int, default=200, help="tokens already in the cache")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    check_repeats(args.repeats)
+    if args.calls < 1 or not 1 <= args.context <= 1500:
+        raise SystemExit("--calls must be >= 1 and --context in [1, 1500]")
+    tokens = sorted({max(1, t) for t in args.tokens} | {1})
+    torch.set_num_threads(args.threads)
+    from gpu_demo.models.gguf import load_smollm2
+
+    model = load_smollm2(max_len=args.context + max(tokens) + 1).model
+    t0 = time.perf_counter()
+    times = measure(model, tokens, args.repeats, args.calls, args.context)
+    print(f"SmolLM2-135M verify pass, {args.threads} thread(s), context {args.context}, {args.repeats} repeats "
+          f"x {args.calls} calls ({time.perf_counter() - t0:.0f} s)")
+    print(table(times))
+    if args.json:
+        report = {"threads": args.threads, "context": args.context, "repeats": args.repeats, "calls": args.calls,
+                  "seconds": {name: {str(t): v for t, v in per_t.items()} for name, per_t in times.items()},
+                  "environment": environment(model.device)}
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
