@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from gpu_demo.__main__ import gamma_list
 from gpu_demo.measure.bench import format_table, measure
 from gpu_demo.pairs import load_pair
 from gpu_demo.sampler import SamplingConfig
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    gammas = [int(g) for g in args.gamma.split(",")]
+    gammas = gamma_list(args.gamma)
     pair = load_pair(args.pair, "cpu", max_len=512)
     prompts = [pair.tokenizer.chat(p) for p in BENCH_CHAT_PROMPTS[: args.prompts]]
     report = measure(pair, prompts, gammas, SamplingConfig(args.temperature), args.max_new_tokens, args.repeats)

@@ -39,13 +39,13 @@ from gpu_demo.training.eagle_data import Sample, generate_set, pack, unpack
 class EagleTrainConfig:
     """Data and training settings (the defaults reproduce the committed head)."""
 
-    n_prompts: int = 320
+    n_prompts: int = 1024
     gen_batch: int = 64
     max_new: int = 192
     n_out: int = 8192
     hidden_dim: int = 1536
     val_fraction: float = 0.08
-    steps: int = 420
+    steps: int = 1200
     batch: int = 8  # sequences per step
     max_len: int = 320  # sequences are cut to this many tokens
     lr: float = 3e-3
@@ -53,7 +53,7 @@ class EagleTrainConfig:
     ce_weight: float = 0.1
     feat_weight: float = 0.0  # weight of the feature regression SmoothL1(g, f_next)
     unroll: int = 2  # draft positions trained (1 = true features only)
-    eval_every: int = 60
+    eval_every: int = 100
     seed: int = 1234
 
 
@@ -198,7 +198,7 @@ def reply_set(cfg: EagleTrainConfig, log=print) -> list[Sample]:
     from gpu_demo.models.gguf import cache_root, load_smollm2
     from gpu_demo.models.smollm2 import SmolTokenizer
 
-    key = hashlib.sha256(json.dumps([cfg.n_prompts, cfg.gen_batch, cfg.max_new, cfg.seed, "v1"]).encode())
+    key = hashlib.sha256(json.dumps([cfg.n_prompts, cfg.gen_batch, cfg.max_new, cfg.seed, "v2"]).encode())
     path = cache_root() / "smollm2" / f"eagle-replies-{key.hexdigest()[:12]}.safetensors"
     if path.is_file():
         log(f"target replies from cache {path}")

@@ -47,6 +47,16 @@ TASKS = (
     "Tell me a joke about {t}.",
     "Write a product description for something related to {t}.",
     "Answer briefly: why do people care about {t}?",
+    "Give me three tips for getting better at {t}.",
+    "What are the main benefits of {t}?",
+    "Explain how {t} works, in simple words.",
+    "Tell me something surprising about {t}.",
+    "Write a short conversation between two friends about {t}.",
+    "What should a beginner know before trying {t}?",
+    "Why is {t} important? Answer in a few sentences.",
+    "Write an encouraging note to a student who is studying {t}.",
+    "Describe a typical day for someone who works with {t}.",
+    "What are some common myths about {t}?",
 )
 
 TOPICS = (
@@ -57,6 +67,14 @@ TOPICS = (
     "bridges", "the printing press", "cats", "sleep", "vaccines", "rivers", "deserts", "cooking pasta",
     "money", "learning a new language", "the weather", "birds", "computers", "music festivals", "forests",
     "honesty", "space travel", "museums", "farming", "smartphones",
+    "earthquakes", "the immune system", "origami", "submarines", "glaciers", "tea ceremonies", "poetry",
+    "airplanes", "the stock market", "yoga", "wolves", "climate change", "board games", "the Great Wall of China",
+    "chocolate", "volunteering", "owls", "solar panels", "knitting", "the Olympic Games", "castles", "snow",
+    "sharks", "photography", "hiking boots", "democracy", "fireworks", "the brain", "coral reefs", "elephants",
+    "the piano", "newspapers", "video games", "pizza", "hot air balloons", "saving money", "time management",
+    "wind turbines", "frogs", "the Amazon river", "mathematics", "dreams", "comets", "tigers", "skateboarding",
+    "writing a novel", "first aid", "deep sea creatures", "cheese making", "kites", "the Egyptian pyramids",
+    "moving to a new city", "plastic pollution", "magnets", "horses", "job interviews", "street food",
 )
 
 PASSAGE_TASKS = (
