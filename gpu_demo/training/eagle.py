@@ -39,13 +39,13 @@ from gpu_demo.training.eagle_data import Sample, generate_set, pack, unpack
 class EagleTrainConfig:
     """Data and training settings (the defaults reproduce the committed head)."""
 
-    n_prompts: int = 1024
+    n_prompts: int = 2048
     gen_batch: int = 64
     max_new: int = 192
     n_out: int = 8192
     hidden_dim: int = 1536
     val_fraction: float = 0.08
-    steps: int = 1200
+    steps: int = 1500
     batch: int = 8  # sequences per step
     max_len: int = 320  # sequences are cut to this many tokens
     lr: float = 3e-3
@@ -198,7 +198,7 @@ def reply_set(cfg: EagleTrainConfig, log=print) -> list[Sample]:
     from gpu_demo.models.gguf import cache_root, load_smollm2
     from gpu_demo.models.smollm2 import SmolTokenizer
 
-    key = hashlib.sha256(json.dumps([cfg.n_prompts, cfg.gen_batch, cfg.max_new, cfg.seed, "v2"]).encode())
+    key = hashlib.sha256(json.dumps([cfg.n_prompts, cfg.gen_batch, cfg.max_new, cfg.seed, "v3"]).encode())
     path = cache_root() / "smollm2" / f"eagle-replies-{key.hexdigest()[:12]}.safetensors"
     if path.is_file():
         log(f"target replies from cache {path}")

@@ -57,6 +57,26 @@ TASKS = (
     "Write an encouraging note to a student who is studying {t}.",
     "Describe a typical day for someone who works with {t}.",
     "What are some common myths about {t}?",
+    "Tell me about {t}.",
+    "How does {t} affect our daily lives?",
+    "Can you help me understand {t}?",
+    "Write a short speech about {t} for a school assembly.",
+    "What questions should I ask an expert on {t}?",
+    "Describe {t} to someone who has never heard of it.",
+    "Write a limerick about {t}.",
+    "What is the future of {t}?",
+    "Give a quick overview of {t} in a few bullet points.",
+    "I am curious about {t}. Where should I start?",
+    "Write a blog post introduction about {t}.",
+    "Explain the science behind {t}.",
+    "What are the biggest challenges related to {t}?",
+    "Write a thank-you note to someone who taught me about {t}.",
+    "How has {t} changed over the last hundred years?",
+    "Write a short dialogue between a teacher and a student about {t}.",
+    "What are three fun activities related to {t}?",
+    "Describe the sights and sounds of {t}.",
+    "Why do some people dislike {t}?",
+    "Write a motivational message inspired by {t}.",
 )
 
 TOPICS = (
@@ -110,7 +130,7 @@ def passages(n: int, seed: int, max_words: int = 70) -> list[str]:
     return random.Random(seed).sample(paras, n)
 
 
-def build_prompts(n: int, seed: int, passage_share: float = 0.25) -> list[str]:
+def build_prompts(n: int, seed: int, passage_share: float = 0.15) -> list[str]:
     """n user messages: TASKS x TOPICS (without repeats) and, for a share, PASSAGE_TASKS over corpus passages."""
     rng = random.Random(seed)
     n_pass = int(round(n * passage_share))
