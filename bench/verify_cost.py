@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     check_repeats(args.repeats)
     if args.calls < 1 or not 1 <= args.context <= 1500:
         raise SystemExit("--calls must be >= 1 and --context in [1, 1500]")
-    tokens = sorted({max(1, t) for t in args.tokens} | {1})
+    tokens = sorted(set(args.tokens) | {1})  # v is relative to T = 1
     torch.set_num_threads(args.threads)
     from gpu_demo.models.gguf import load_smollm2
 

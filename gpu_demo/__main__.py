@@ -234,7 +234,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     pair = load_pair(args.pair, args.device, **_loader_options(args))
     load_s = time.perf_counter() - t0
     chat = bool(pair.info.get("chat")) and not args.raw
-    text = pair.tokenizer.chat(args.prompt) if chat else args.prompt  # type: ignore[attr-defined]
+    text = pair.tokenizer.user_turn(args.prompt) if chat else args.prompt  # type: ignore[attr-defined]
     ids = pair.tokenizer.encode(text)
     stops = pair.info.get("stop_tokens", ())  # an instruct model's end-of-turn token ends the reply
     samp = _sampling(args)
@@ -364,7 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=200)
     g.add_argument("--plain", action="store_true", help="markers instead of ANSI colours")
     g.add_argument(
-        "--raw", action="store_true", help="for chat models (SmolLM2): send the prompt as is, without the chat template"
+        "--raw", action="store_true",
+        help="for chat models (SmolLM2): send the prompt as is, without the chat template "
+        "(a prompt already holding <|im_start|> is sent as is anyway)",
     )
     g.set_defaults(func=cmd_generate)
     b = sub.add_parser("bench", help="measured vs predicted speedup over gamma")
