@@ -126,4 +126,5 @@ def test_a_chat_pair_gets_the_prompt_as_one_user_turn_and_a_plain_pair_gets_it_r
                                              info={"chat": True}), None, 0.0, TurnQueue())
     assert lr.prompt_ids(chat, "abc") == tok.encode("[abc]") == lr.prompt_ids(chat, "[abc]")
     assert lr.prompt_ids(sp, "abc") == sp.pair.tokenizer.encode("abc")
+    assert lr.shown_prompt(chat, "abc") == "abc\n" and lr.shown_prompt(sp, "abc") == "abc"  # the reply's own line
 

@@ -37,6 +37,11 @@ def piece(token_id: int) -> str:
     return lpairs.get_pair(s.pair, s.device).pair.tokenizer.piece(token_id)
 
 
+def prompt_shown(s: lr.Settings) -> str:
+    """The run's prompt as the token box shows it (runner.shown_prompt)."""
+    return lr.shown_prompt(lpairs.get_pair(s.pair, s.device), s.prompt)
+
+
 def settle_previous() -> None:
     """After Stop or a changed setting, let the old script run's race or sweep wind down, and say why it stopped."""
     for key in ("live_rec", "live_sweep"):
@@ -140,7 +145,7 @@ def show_run(rec: lr.RunRecord, settings: lr.Settings, step_mode: bool, out_ph, 
     if rec.settings != settings:
         st.caption("The settings changed since this run; the results below are from the previous settings.")
     shown = step_view(rec) if step_mode and rec.events else rec.events
-    out_ph.html(lt.stream_html(rec.settings.prompt, shown, piece, show_all_rejected=step_mode))
+    out_ph.html(lt.stream_html(prompt_shown(rec.settings), shown, piece, show_all_rejected=step_mode))
     with panel_ph.container():
         st.subheader("Measured panel")
         lp.panel(lp.pooled(reps, rec.settings.gamma), s, lp.vllm_counts(reps, rec.settings.gamma))
@@ -232,7 +237,7 @@ def render() -> None:
                          text=f"repeat {rep} of {n_rep}, speculative: {n} / {rec.settings.max_new} tokens")
         if step_mode or rep > 1:
             return
-        out_ph.html(lt.stream_html(rec.settings.prompt, rec.events, piece))
+        out_ph.html(lt.stream_html(prompt_shown(rec.settings), rec.events, piece))
         with panel_ph.container():
             s = summarise_repeats(lp.race_runs(rec))
             lp.panel(lp.measure_record(rec), s, lp.vllm_counts(rec.repeats[:1], rec.settings.gamma), figures=False,

@@ -87,6 +87,11 @@ def prompt_ids(sp: SharedPair, user_prompt: str) -> list[int]:
     return tok.encode(tok.user_turn(user_prompt) if sp.pair.info.get("chat") else user_prompt)
 
 
+def shown_prompt(sp: SharedPair, user_prompt: str) -> str:
+    """The prompt as the token box shows it: a chat model's reply is a new turn, so it starts on its own line."""
+    return user_prompt + "\n" if sp.pair is not None and sp.pair.info.get("chat") else user_prompt
+
+
 def validate(sp: SharedPair, s: Settings) -> list[int]:
     """Prompt token ids for a run; ValueError with a clear message (empty prompt, characters the tokenizer
     lacks, prompt or length past the context, sampling out of range)."""
