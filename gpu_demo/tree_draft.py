@@ -143,6 +143,8 @@ class TreeDrafter:
         """The tree drafter over a pair's model draft (prompt lookup proposes one chain, not a tree)."""
         if isinstance(drafter, TreeDrafter):
             return drafter
+        if callable(getattr(drafter, "tree_drafter", None)):  # a draft with its own tree form (EagleDrafter)
+            return drafter.tree_drafter()
         if not isinstance(drafter, ModelDrafter):
             raise ValueError(f"tree drafting needs a model draft; {getattr(drafter, 'name', drafter)!r} is not one")
         return cls(drafter.model, drafter.name)

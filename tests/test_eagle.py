@@ -21,21 +21,14 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from eagle_support import exact_joint, tiny_head, tiny_target, trained_head
 
 from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.drafters import Draft
 from gpu_demo.models.eagle import EagleConfig, EagleDrafter, EagleHead, load_head, save_head
 from gpu_demo.models.llama import Llama, LlamaConfig, init_random
 from gpu_demo.sampler import SamplingConfig
-from gpu_demo.training.eagle import (
-    batch_tensors,
-    choose_out_ids,
-    init_head,
-    position_losses,
-    reply_mass,
-    unrolled_features,
-)
-from gpu_demo.training.eagle_data import sample_replies
+from gpu_demo.training.eagle import unrolled_features
 from specdec_core.stats import chi_square_gof
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -44,55 +37,6 @@ GREEDY = SamplingConfig(temperature=0.0)
 T1 = SamplingConfig(temperature=1.0)
 N_RUNS = 2000
 P_REJECT = 1e-3
-
-
-def tiny_target(vocab: int, seed: int = 0, scale: float = 30.0) -> Llama:
-    """A 2-layer random Llama with a tied head; embeddings scaled so its laws are peaked (not near-uniform)."""
-    cfg = LlamaConfig(vocab_size=vocab, dim=32, n_layers=2, n_heads=4, n_kv_heads=2, hidden_dim=64, max_seq_len=128)
-    model = init_random(cfg, seed=seed, max_len=128).eval()
-    with torch.no_grad():
-        model.tok_embeddings.weight.mul_(scale)
-    model.requires_grad_(False)
-    return model
-
-
-def tiny_head(target: Llama, n_out: int, seed: int = 1, scale: float = 0.3) -> EagleHead:
-    """A random head over a seeded random subset of n_out ids, attached to target."""
-    head = EagleHead(EagleConfig.for_target(target.cfg, hidden_dim=48, n_out=n_out), max_len=target.max_seq_len)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in head.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * scale)
-        head.out_ids.copy_(torch.randperm(target.vocab_size, generator=g)[:n_out].sort().values)
-    head.requires_grad_(False)
-    return head.attach(target).eval()
-
-
-def trained_head(target: Llama, n_out: int, steps: int = 120, seed: int = 0) -> tuple[EagleHead, list[float], list]:
-    """A head trained by gpu_demo.training.eagle on the target's own sampled replies; (head, alpha_1 before/after)."""
-    g = torch.Generator().manual_seed(seed)
-    prompts = [torch.randint(0, target.vocab_size, (n,), generator=g).tolist() for n in (2, 3, 5, 8, 9, 12) * 4]
-    samples = sample_replies(target, prompts, 40, stop=-1, generator=g)  # left-padded batch, T = 1
-    train_set, val = samples[:20], samples[20:]
-    head = EagleHead(EagleConfig.for_target(target.cfg, hidden_dim=64, n_out=n_out), max_len=target.max_seq_len)
-    init_head(head, seed)
-    head.out_ids.copy_(choose_out_ids(reply_mass(train_set, target.tok_embeddings.weight), n_out, []))
-    head.attach(target)
-    opt = torch.optim.AdamW(head.parameters(), lr=3e-3)
-
-    def alpha1() -> float:
-        with torch.no_grad():
-            return position_losses(head, batch_tensors(val, 128), 2, 0.1)[1][0]
-
-    before = alpha1()
-    for _ in range(steps):
-        idx = torch.randint(0, len(train_set), (8,), generator=g).tolist()
-        loss, _ = position_losses(head, batch_tensors([train_set[i] for i in idx], 128), 2, 0.1)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    head.requires_grad_(False)
-    return head.eval(), [before, alpha1()], samples
 
 
 @pytest.fixture(scope="module")
@@ -232,17 +176,6 @@ V = 6
 PROMPT = [2, 4, 1]
 
 
-def exact_joint(target: Llama, prompt: list[int]) -> np.ndarray:
-    """P(x1, x2, x3 | prompt) over the V^3 cells, from cache-free forwards over every continuation (float64)."""
-    seqs = torch.tensor([prompt + list(c) for c in itertools.product(range(V), repeat=3)])  # (216, L+3)
-    with torch.no_grad():
-        logp = torch.log_softmax(target.forward_train(seqs).double(), -1)  # (216, L+3, V)
-    L = len(prompt)
-    idx = torch.arange(seqs.shape[0])
-    total = sum(logp[idx, L - 1 + i, seqs[:, L + i]] for i in range(3))
-    return total.exp().numpy()
-
-
 class UnrestrictedQ(EagleDrafter):
     """The mistake: samples from q over S but reports a law with mass outside S (where q is really 0)."""
 
@@ -274,7 +207,7 @@ def test_sampled_speculative_law_matches_the_target(law_pair) -> None:
     target, head = law_pair
     counts, alpha = sample_joint(target, EagleDrafter(target, head), gamma=2)
     assert 0.2 < alpha < 0.95, alpha  # drafts are often accepted and also rejected: both branches of the rule run
-    stat, dof, pval = chi_square_gof(counts, exact_joint(target, PROMPT))
+    stat, dof, pval = chi_square_gof(counts, exact_joint(target, PROMPT, V))
     assert dof > 20
     assert pval > P_REJECT, f"chi2={stat:.1f} dof={dof} p={pval:.2e}"
 
@@ -282,7 +215,7 @@ def test_sampled_speculative_law_matches_the_target(law_pair) -> None:
 def test_negative_control_unrestricted_q_is_rejected(law_pair) -> None:
     target, head = law_pair
     counts, _ = sample_joint(target, UnrestrictedQ(target, head), gamma=2)
-    stat, dof, pval = chi_square_gof(counts, exact_joint(target, PROMPT))
+    stat, dof, pval = chi_square_gof(counts, exact_joint(target, PROMPT, V))
     assert pval < P_REJECT, f"the wrongly reported q passed: chi2={stat:.1f} dof={dof} p={pval:.2e}"
 
 

@@ -30,8 +30,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from gpu_demo.drafters import Draft, Drafter
-from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset
+from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
 from gpu_demo.models.llama import Block, Llama, LlamaConfig, rope_tables
+from gpu_demo.models.packed import PackedLinear, pack_linears, packing_available
 from gpu_demo.sampler import SamplingConfig, next_token
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -96,6 +97,7 @@ class EagleHead(CachedDecoder, nn.Module):
         self._e_out: torch.Tensor | None = None  # (n_out, C)
         self._norm: tuple[nn.Module, ...] = ()  # (the target's final RMSNorm,): a tuple, so not a submodule
         self._cos = self._sin = None
+        self._packed_out: tuple[PackedLinear, ...] = ()  # E_S packed (pack_for_cpu)
 
     # ------------------------------------------------------------------ target parts --
     def attach(self, target: Llama) -> EagleHead:
@@ -113,6 +115,20 @@ class EagleHead(CachedDecoder, nn.Module):
     def refresh_head_rows(self) -> None:
         """E_S = E[out_ids] as a contiguous copy (after attach, or after out_ids changes)."""
         self._e_out = self._emb[self.out_ids.to(self._emb.device)].contiguous()
+        if self._packed_out:
+            self._packed_out = (PackedLinear(self._e_out, 1, torch.bfloat16),)
+
+    def pack_for_cpu(self) -> int:
+        """Draft inference from bf16 packed copies of fc, the block's maps and E_S (gpu_demo.models.packed).
+
+        The target's pass evicts the draft's weights from the caches every round, so a draft step streams them
+        from memory: half the bytes is most of the draft's cost c. q is whatever this head computes (the exact
+        rule needs nothing more); training and the committed weights stay float32. Returns the maps packed.
+        """
+        if self.device.type != "cpu" or self.dtype != torch.float32 or not packing_available() or self._e_out is None:
+            return 0
+        self._packed_out = (PackedLinear(self._e_out, 1, torch.bfloat16),)  # a tuple: not in the state dict
+        return pack_linears(self, 1, torch.bfloat16) + 1
 
     @property
     def device(self) -> torch.device:
@@ -135,7 +151,7 @@ class EagleHead(CachedDecoder, nn.Module):
 
     def sub_logits(self, g: torch.Tensor) -> torch.Tensor:
         """Logits over S: g (..., C) -> (..., n_out) float32."""
-        return F.linear(g, self._e_out).float()
+        return (self._packed_out[0](g) if self._packed_out else F.linear(g, self._e_out)).float()
 
     def logits(self, g: torch.Tensor) -> torch.Tensor:
         """Logits over the whole vocabulary, -inf outside S: g (..., C) -> (..., V) float32 (so q = 0 there)."""
@@ -150,13 +166,22 @@ class EagleHead(CachedDecoder, nn.Module):
                                                self.cfg.rope_base, self.device)
         return self._cos[start : start + t_new], self._sin[start : start + t_new]
 
-    def forward(self, feats: torch.Tensor, toks: torch.Tensor) -> torch.Tensor:
-        """T new slots (features (B, T, C) of the previous positions, ids (B, T)) -> g (B, T, C); caches the T slots."""
+    def forward(self, feats: torch.Tensor, toks: torch.Tensor, positions: torch.Tensor | None = None,
+                tree_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """T new slots (features (B, T, C) of the previous positions, ids (B, T)) -> g (B, T, C); caches the T slots.
+
+        A token tree passes positions (T,) (for RoPE) and tree_mask (T, S) (base.tree_bias_at_offset), as Llama does.
+        """
         B, T = toks.shape
         start = self.cache.reserve(B, T, self.device, self.dtype)
         cos, sin = self._rope(start, T)  # (T, hd/2)
+        if positions is not None:
+            cos, sin = self._cos[positions], self._sin[positions]  # (T, hd/2): the tables exist after _rope
         u = self.slot_inputs(feats, toks)  # (B, T, C)
-        mask = None if T == 1 else causal_bias_at_offset(start, T, u.device, u.dtype)  # (T, start+T)
+        if tree_mask is not None:
+            mask = tree_bias_at_offset(start, tree_mask, u.dtype)  # (T, start+T)
+        else:
+            mask = None if T == 1 else causal_bias_at_offset(start, T, u.device, u.dtype)  # (T, start+T)
         h = self.block(u, self.cache.k[0], self.cache.v[0], start, cos, sin, mask)  # (B, T, C)
         self.cache.advance(T)
         return self.feature(h)
@@ -230,6 +255,12 @@ class EagleDrafter(Drafter):
         self.head.rollback(stable)
         self._proposed = torch.cat(xs)  # (k,)
         return Draft(self._proposed, torch.stack(qs))
+
+    def tree_drafter(self):
+        """This draft filling token trees (gpu_demo.models.eagle_tree.EagleTreeDrafter), sharing head and state."""
+        from gpu_demo.models.eagle_tree import EagleTreeDrafter
+
+        return EagleTreeDrafter(self)
 
     def commit(self, n_accepted: int, next_token: int) -> None:
         """Keep the target's features of pending, x_1..x_n (its verify pass) paired with x_1..x_n, y."""

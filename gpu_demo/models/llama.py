@@ -15,6 +15,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
+from gpu_demo.models.packed import PackedLinear, pack_linears, packing_available, unpack_linears
+
+PACK_MIN_ROWS = 4  # F.linear's BLAS kernel is the fastest up to 3 rows and switches at 4 (bench/verify_cost.py)
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,7 @@ class Llama(CachedDecoder, nn.Module):
         self.cache = KVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, max_len)
         self._cos = self._sin = None  # RoPE tables (max_len, hd/2), built on the weights' device
         self.last_hidden: torch.Tensor | None = None  # (B, T, C) last forward's pre-norm states (EAGLE)
+        self._packed_head: tuple[PackedLinear, ...] = ()  # set by pack_for_cpu
 
     # ------------------------------------------------------------------ properties --
     @property
@@ -203,6 +207,22 @@ class Llama(CachedDecoder, nn.Module):
                     w = mod.weight.t().contiguous().t() if transposed else mod.weight.contiguous()  # (out, in)
                     mod.weight = nn.Parameter(w, requires_grad=mod.weight.requires_grad)
 
+    def pack_for_cpu(self, min_rows: int | None = PACK_MIN_ROWS) -> int:
+        """Give every linear map (the tied head too) a oneDNN-packed copy used for >= min_rows rows (None: undo).
+
+        Same y = x W^T; on a CPU the packed kernel keeps a verify pass of 4-16 tokens near the cost of one
+        (gpu_demo.models.packed, bench/verify_cost.py). Returns the number of maps packed (or unpacked).
+        """
+        if min_rows is None:
+            self._packed_head = ()
+            return unpack_linears(self)
+        if self.device.type != "cpu" or self.dtype != torch.float32 or not packing_available():
+            return 0
+        self.set_weight_layout(False)
+        w = self.tok_embeddings.weight if self.output is None else self.output.weight
+        self._packed_head = (PackedLinear(w.detach(), min_rows),)  # a tuple: not a submodule, not in the state dict
+        return pack_linears(self, min_rows) + 1
+
     # --------------------------------------------------------------------- forward --
     def head(self, h: torch.Tensor) -> torch.Tensor:
         """Final norm and output projection (tied to the embedding by default): (B, T, C) -> (B, T, V) float32.
@@ -211,7 +231,7 @@ class Llama(CachedDecoder, nn.Module):
         """
         h = self.norm(h)
         w = self.tok_embeddings.weight if self.output is None else self.output.weight
-        logits = F.linear(h, w).float()  # (B, T, V or n_out)
+        logits = (self._packed_head[0](h) if self._packed_head else F.linear(h, w)).float()  # (B, T, V or n_out)
         if self.out_ids is None:
             return logits
         full = logits.new_full((*logits.shape[:-1], self.vocab_size), float("-inf"))  # (B, T, V)

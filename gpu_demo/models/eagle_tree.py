@@ -1,0 +1,90 @@
+"""The feature-level draft filling a token tree (EAGLE-2's idea on a fixed shape): one head pass per depth.
+
+The same head and the same feature reuse as :class:`gpu_demo.models.eagle.EagleDrafter`. A round starts by
+feeding the slots that true target features completed (the root's law q comes from the last of them); a node at
+depth d is the slot (g of its parent, its token) at position root + d, and sees the prefix, the root and its own
+ancestors only (a tree mask), so siblings never see each other. All tree slots are rolled back after proposing.
+After the verify pass, the target's rows for [root, accepted path] are true features: commit keeps them, paired
+with the path's tokens and y, for the next round's first pass.
+
+    slots fed per round:  [true pairs since last round] + one pass per depth over the nodes that get children
+    q of a node's children: softmax(E_S g_node), zero outside S; children are the top b (greedy) or b draws without
+    replacement (tree_draft.choose_children), which the recursive rejection in tree_decode needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from gpu_demo.models.eagle import EagleDrafter
+from gpu_demo.sampler import SamplingConfig
+from gpu_demo.tree_draft import TreeDraft, TreeDrafter, choose_children, draft_plan
+from specdec_core.trees import Tree
+
+
+class EagleTreeDrafter(TreeDrafter):
+    """Fills a token tree with an EAGLE-style head; shares the chain drafter's head and feature bookkeeping."""
+
+    def __init__(self, chain: EagleDrafter, name: str | None = None) -> None:  # noqa: D107 (no model to check)
+        self.chain, self.head, self.target = chain, chain.head, chain.target
+        self.model = chain.head  # the draft cache (RoundEvent.kv_draft reads model.cache_len)
+        self.name = name or chain.name
+        self.vocab_size, self.max_seq_len = chain.vocab_size, chain.max_seq_len
+        self._first = torch.empty(0, dtype=torch.long)  # a 1-token prompt: the root, with no feature before it
+        self._draft: TreeDraft | None = None
+
+    def begin(self, prompt: torch.Tensor) -> None:
+        """As the chain drafter (after the target's prefill of prompt[:-1]); a 1-token prompt's root is kept."""
+        self.chain.begin(prompt)
+        prompt = prompt.to(self.head.device).view(-1)
+        self._first = prompt[-1:] if prompt.numel() == 1 else prompt[:0]
+
+    def _pending_slots(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The pairs (f_{j-1}, x_j) to feed, (1, m, C) and (1, m); a root with no feature before it gets f = 0."""
+        ch = self.chain
+        if ch._toks:
+            feats, toks = torch.cat(ch._feats).unsqueeze(0), torch.cat(ch._toks).unsqueeze(0)  # (1, m, C), (1, m)
+        else:
+            feats = torch.zeros(1, 1, self.head.cfg.dim, device=self.head.device, dtype=self.head.dtype)  # (1, 1, C)
+            toks = self._first.view(1, 1)  # (1, 1)
+        ch._feats, ch._toks, self._first = [], [], self._first[:0]
+        return feats, toks
+
+    def propose(self, tree: Tree, sampling: SamplingConfig, generator: torch.Generator | None) -> TreeDraft:
+        """Fill `tree` depth by depth: children of the nodes fed last are chosen from the laws after them."""
+        n, dev, V = tree.n_nodes, self.head.device, self.vocab_size
+        tokens, q = torch.zeros(n, dtype=torch.long, device=dev), torch.zeros(n, V, device=dev)
+        if n == 0:  # nothing to draft: the true pairs wait for the next round
+            self._draft = TreeDraft(tree, tokens, q)
+            return self._draft
+        feats, toks = self._pending_slots()
+        stable = self.head.cache_len + toks.shape[1]  # slots built from true features only; the root's is last
+        g = self.head(feats, toks)[0, -1:]  # (1, C): the root's g
+        for d, st in enumerate(draft_plan(tree), start=1):  # g: the nodes fed last, in feed order
+            x, qs = choose_children(self.head.logits(g), st.b, sampling, generator, V)  # (w, b), (w, b, V)
+            tokens[st.nodes], q[st.nodes] = x[st.rows, st.cols], qs[st.rows, st.cols]
+            if not st.fed:
+                break
+            row = dict(zip(st.nodes, st.rows))  # node -> its parent's row in g
+            parents = g[[row[j] for j in st.fed]].unsqueeze(0)  # (1, w, C)
+            pos = torch.full((len(st.fed),), stable - 1 + d, dtype=torch.long, device=dev)
+            g = self.head(parents, tokens[list(st.fed)].view(1, -1), pos, st.mask.to(dev))[0]  # (w, C)
+        self.head.rollback(stable)
+        self._draft = TreeDraft(tree, tokens, q)
+        return self._draft
+
+    def commit(self, path: Sequence[int], next_token: int) -> None:
+        """Keep the target's features of the root and the path (its tree-ordered verify rows) with path, y."""
+        if self._draft is None:
+            raise RuntimeError("commit before propose")
+        nxt = torch.tensor([next_token], dtype=torch.long, device=self.head.device)
+        rows = [0] + [j + 1 for j in path]  # the verify pass's rows: root, then the nodes in tree order
+        h = self.target.last_hidden
+        if h is None or h.shape[1] <= max(rows):
+            raise RuntimeError("the target's last forward did not keep the hidden states this draft reads")
+        if self._draft.tree.n_nodes == 0:  # the root was verified alone: its feature pairs with y
+            rows = [0]
+        self.chain._feats.append(self.target.norm(h[0, rows]).to(self.head.dtype))  # (n + 1, C)
+        self.chain._toks.append(torch.cat([self._draft.tokens[list(path)], nxt]))

@@ -1,0 +1,101 @@
+"""Linear layers with oneDNN-prepacked weights for CPU inference: the same y = x W^T, a cheaper kernel where it pays.
+
+On one CPU thread a decode step is a chain of matrix-vector products that stream the weights from memory. The BLAS
+behind ``F.linear`` is fastest for 1-3 rows but switches kernel at 4 rows, where a verify pass of T = 4 tokens
+suddenly costs 1.6x a single token (bench/verify_cost.py). oneDNN's inner product over a weight reordered once into
+its blocked layout stays near the memory-bound cost for a few more rows. :class:`PackedLinear` keeps the plain
+weight (training, the state dict, rows below ``min_rows``) and a packed copy used for ``min_rows`` rows or more,
+in inference only; with ``dtype=torch.bfloat16`` the packed copy is bf16 (half the bytes to stream; for a small
+draft whose weights the target's pass has just evicted from the caches) and x is rounded to bf16 on the way in.
+
+    y = x W^T    (rows < min_rows, or autograd on, or not a CPU float32 input: F.linear on W itself)
+    y = x W~^T   (otherwise: W~ = W reordered (and rounded to `dtype`) once, at pack time)
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def packing_available() -> bool:
+    """True where torch was built with oneDNN (mkldnn) and its CPU linear ops exist."""
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+def pack_weight(w: torch.Tensor, dtype: torch.dtype, rows_hint: int) -> torch.Tensor:
+    """W (out, in) on the CPU -> oneDNN's packed copy in `dtype` (opaque layout; only packed_linear reads it)."""
+    return torch.ops.mkldnn._reorder_linear_weight(w.detach().to(dtype).contiguous(), rows_hint)
+
+
+def packed_linear(x: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
+    """x (..., in) @ W~^T -> (..., out) in x's dtype, W~ a pack_weight result."""
+    dt = packed.dtype
+    return torch.ops.mkldnn._linear_pointwise(x.to(dt), packed, None, "none", [], "").to(x.dtype)
+
+
+class PackedLinear(nn.Module):
+    """A bias-free linear map y = x W^T with a packed inference copy (see the module docstring).
+
+    Wrapping an nn.Linear keeps its Parameter under the same name, so state dicts and training are unchanged;
+    a tied output head wraps the embedding table the same way. Pack after the weights are loaded.
+    """
+
+    def __init__(self, weight: torch.Tensor, min_rows: int, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        if min_rows < 1 or dtype not in (torch.float32, torch.bfloat16):
+            raise ValueError(f"min_rows must be >= 1 and dtype float32 or bfloat16; got {min_rows!r}, {dtype}")
+        self.out_features, self.in_features = weight.shape
+        if isinstance(weight, nn.Parameter):
+            self.weight = weight  # the same Parameter (a wrapped nn.Linear's)
+        else:
+            self.register_buffer("weight", weight, persistent=False)  # borrowed (a tied head's table)
+        self.min_rows = min_rows
+        self.packed = pack_weight(weight, dtype, min_rows)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, min_rows: int, dtype: torch.dtype = torch.float32) -> PackedLinear:
+        """Wrap a bias-free nn.Linear (its weight stays its Parameter)."""
+        if linear.bias is not None:
+            raise ValueError("PackedLinear packs bias-free layers only")
+        return cls(linear.weight, min_rows, dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., in) -> (..., out)."""
+        rows = x.numel() // max(x.shape[-1], 1)
+        if rows < self.min_rows or torch.is_grad_enabled() or x.device.type != "cpu" or x.dtype != torch.float32:
+            return F.linear(x, self.weight)
+        return packed_linear(x, self.packed)
+
+    def plain(self) -> nn.Linear:
+        """An nn.Linear over the same parameter."""
+        lin = nn.Linear(self.in_features, self.out_features, bias=False, device=self.weight.device,
+                        dtype=self.weight.dtype)
+        lin.weight = self.weight
+        return lin
+
+
+def pack_linears(module: nn.Module, min_rows: int, dtype: torch.dtype = torch.float32) -> int:
+    """Every bias-free CPU float32 nn.Linear under `module` -> a PackedLinear over the same weight; returns how many."""
+    n = 0
+    for name, child in module.named_children():
+        if isinstance(child, nn.Linear) and child.bias is None and child.weight.device.type == "cpu" \
+                and child.weight.dtype == torch.float32:
+            setattr(module, name, PackedLinear.from_linear(child, min_rows, dtype))
+            n += 1
+        elif not isinstance(child, PackedLinear):
+            n += pack_linears(child, min_rows, dtype)
+    return n
+
+
+def unpack_linears(module: nn.Module) -> int:
+    """Undo pack_linears: every PackedLinear back to the nn.Linear it wraps; returns how many."""
+    n = 0
+    for name, child in module.named_children():
+        if isinstance(child, PackedLinear):
+            setattr(module, name, child.plain())
+            n += 1
+        else:
+            n += unpack_linears(child)
+    return n
