@@ -1,9 +1,11 @@
-"""Benchmark: what one SmolLM2 verify pass of T tokens costs, v(T) = t(T) / t(1), in both weight layouts.
+"""Benchmark: what one SmolLM2 verify pass of T tokens costs, v(T) = t(T) / t(1), per linear kernel.
 
 v is the cost side of speedup = E[N] / (gamma c + v): a verify pass scores T = gamma + 1 tokens. On a GPU
 v stays near 1 until the batch fills the compute; on one CPU thread it climbs early, and how early depends
-on the BLAS kernel the weights' memory order selects (gpu_demo.models.llama.Llama.set_weight_layout).
-Layouts and token counts are interleaved in every repeat (layout order reversed on odd repeats), each
+on the kernel: the BLAS that F.linear calls with the weights in either memory order
+(gpu_demo.models.llama.Llama.set_weight_layout), or oneDNN on prepacked weights from 4 rows up
+(Llama.pack_for_cpu, the app's setting on a CPU).
+Kernels and token counts are interleaved in every repeat (kernel order reversed on odd repeats), each
 timing is the mean of --calls forwards after a context of --context tokens, and the table prints the
 median over repeats with its [min, max].
 
@@ -23,21 +25,29 @@ from gpu_demo.device import time_call
 from gpu_demo.measure.bench import environment
 from specdec_core.repeats import check_repeats, race_order, spread
 
-LAYOUTS = {"contiguous W (out, in)": False, "W^T contiguous (in, out)": True}
+KERNELS = ("BLAS, contiguous W (out, in)", "BLAS, W^T contiguous (in, out)", "oneDNN packed from 4 rows (app)")
+
+
+def use_kernel(model, name: str) -> None:
+    """Put `model`'s linear maps on the kernel `name` (one of KERNELS)."""
+    model.pack_for_cpu(None)
+    if name == KERNELS[2]:
+        model.pack_for_cpu()
+    else:
+        model.set_weight_layout(name == KERNELS[1])
 
 
 def measure(model, tokens: list[int], repeats: int, calls: int, context: int) -> dict[str, dict[int, list[float]]]:
-    """Seconds per forward of T tokens after `context` cached tokens, per layout and T, `repeats` interleaved values."""
+    """Seconds per forward of T tokens after `context` cached tokens, per kernel and T, `repeats` interleaved values."""
     g = torch.Generator().manual_seed(0)
     prefix = torch.randint(0, model.vocab_size, (1, context), generator=g)  # (1, context)
-    out: dict[str, dict[int, list[float]]] = {name: {t: [] for t in tokens} for name in LAYOUTS}
+    out: dict[str, dict[int, list[float]]] = {name: {t: [] for t in tokens} for name in KERNELS}
     with torch.inference_mode():
         model.reset(1)
         model.forward(prefix)
         for base_first in race_order(repeats):
-            names = list(LAYOUTS) if base_first else list(LAYOUTS)[::-1]
-            for name in names:
-                model.set_weight_layout(LAYOUTS[name])
+            for name in KERNELS if base_first else KERNELS[::-1]:
+                use_kernel(model, name)
                 for t in tokens:
                     x = torch.randint(0, model.vocab_size, (1, t), generator=g)  # (1, T)
 
@@ -50,7 +60,7 @@ def measure(model, tokens: list[int], repeats: int, calls: int, context: int) ->
 
 
 def table(times: dict[str, dict[int, list[float]]]) -> str:
-    """ms per pass and v(T) = t(T) / t(1) (median [min, max] over repeats) per layout."""
+    """ms per pass and v(T) = t(T) / t(1) (median [min, max] over repeats) per kernel."""
     lines = []
     for name, per_t in times.items():
         lines.append(f"\n{name}\n{'T':>3} {'ms (min-max)':>20} {'v = t(T)/t(1)':>20}")

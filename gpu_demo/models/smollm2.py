@@ -72,7 +72,9 @@ def shared_target(device: torch.device, dtype: torch.dtype, max_len: int) -> Smo
     with _TARGETS_LOCK:  # held while loading, so two pairs asking at once load it once
         if key not in _TARGETS:
             try:
-                _TARGETS[key] = load_smollm2(device=device, dtype=dtype, max_len=max_len)
+                smol = load_smollm2(device=device, dtype=dtype, max_len=max_len)
+                smol.model.pack_for_cpu()  # verify passes of 4+ tokens on a CPU: the packed kernel (no-op elsewhere)
+                _TARGETS[key] = smol
             except SmolLM2Unavailable:
                 raise
             except Exception as exc:  # the readers' own messages do not say which file
