@@ -14,6 +14,7 @@ Tiny random-weight Llama targets and tiny heads (tests/eagle_support.py), the sa
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -145,3 +146,20 @@ def test_sampled_children_are_distinct_and_their_laws_sum_to_one(law_pair) -> No
             assert len(set(roots)) == len(roots)
     d = drafter._draft
     torch.testing.assert_close(d.q.sum(-1)[d.q.sum(-1) > 0], torch.ones(int((d.q.sum(-1) > 0).sum())))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_cuda_greedy_tree_equals_greedy_and_sampled_trees_run(trained) -> None:
+    target, head = trained
+    dev = torch.device("cuda")
+    target, head = copy.deepcopy(target).to(dev), copy.deepcopy(head).to(dev)  # the fixture's stay on the CPU
+    head.attach(target)
+    assert target.pack_for_cpu() == 0 and head.pack_for_cpu() == 0  # packing is for CPUs only
+    for shape in ([2, 1], [3, 2]):
+        want = run(autoregressive(target, [3, 1, 4, 1, 5], 40, GREEDY)).tokens
+        got = run(tree_speculative(target, EagleDrafter(target, head), [3, 1, 4, 1, 5], 40, branching_tree(shape),
+                                   GREEDY)).tokens
+        assert got == want, shape
+        res = run(tree_speculative(target, EagleDrafter(target, head), [3, 1, 4, 1, 5], 40, branching_tree(shape),
+                                   T1, seed=0))
+        assert len(res.tokens) == 40 and all(0 <= t < 16 for t in res.tokens)
