@@ -1,0 +1,138 @@
+"""Benchmark: the feature-level draft (smollm2-eagle) as a chain and as token trees, against autoregressive decoding.
+
+The same held-out chat prompts (gpu_demo.training.eagle_data.BENCH_CHAT_PROMPTS) and seeds for every configuration:
+autoregressive decoding, the chain engine the live page runs (gpu_demo.decode.speculative) at each gamma, and the
+tree engine (gpu_demo.tree_decode.tree_speculative, EagleTreeDrafter) for each branching shape b_1,..,b_D (b_d
+children per node that gets children at depth d). Configurations are interleaved in every repeat, the order
+reversed on odd repeats. Per configuration: tokens per target pass, draft and verify ms per round (the engine's
+synced timers), ms per token (wall, prefill included) and speedup = autoregressive ms/token / its ms/token in the
+same repeat; median (min-max) over repeats. A tree verifies n + 1 tokens in one pass, so it pays where v(n + 1)
+stays near 1 (bench/verify_cost.py measures v on this machine).
+
+    .venv/bin/python bench/eagle_trees.py --repeats 3 --json bench/eagle_trees_t1.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from gpu_demo.__main__ import gamma_list
+from gpu_demo.decode import autoregressive, speculative
+from gpu_demo.device import resolve_device, sync
+from gpu_demo.measure.bench import environment
+from gpu_demo.pairs import load_pair
+from gpu_demo.sampler import SamplingConfig
+from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
+from gpu_demo.tree_decode import tree_speculative
+from specdec_core.repeats import check_repeats, spread
+from specdec_core.trees import branching_tree, parse_ints
+
+
+def run_config(pair, name: str, prompts: list[list[int]], n_new: int, sampling: SamplingConfig) -> dict:
+    """One pass over the prompts with configuration `name` ('ar', 'chain g', 'tree b1,b2,..'): totals."""
+    tokens = passes = 0
+    draft_s = verify_s = 0.0
+    sync(pair.device)
+    t0 = time.perf_counter()
+    for i, ids in enumerate(prompts):
+        if name == "ar":
+            gen = autoregressive(pair.target, ids, n_new, sampling, seed=i, topk=0)
+        elif name.startswith("chain"):
+            gen = speculative(pair.target, pair.drafter, ids, n_new, int(name.split()[1]), sampling, seed=i, topk=0)
+        else:
+            shape = branching_tree(parse_ints(name.split()[1], "shape"))
+            gen = tree_speculative(pair.target, pair.drafter, ids, n_new, shape, sampling, seed=i, topk=0)
+        for e in gen:
+            tokens += len(e.emitted)
+            passes += 1
+            draft_s += e.draft_s
+            verify_s += e.verify_s
+    sync(pair.device)
+    wall = time.perf_counter() - t0
+    return {"tokens": tokens, "passes": passes, "wall_s": wall, "draft_s": draft_s, "verify_s": verify_s}
+
+
+def summarise(runs: dict[str, list[dict]]) -> list[dict]:
+    """Per configuration: tokens per pass, ms per round (draft, verify), ms per token, speedup over AR (spreads)."""
+    ar = [r["wall_s"] / r["tokens"] for r in runs["ar"]]
+    rows = []
+    for name, rs in runs.items():
+        ms_tok = [1e3 * r["wall_s"] / r["tokens"] for r in rs]
+        rows.append({
+            "config": name,
+            "tokens_per_pass": asdict(spread([r["tokens"] / r["passes"] for r in rs])),
+            "draft_ms_per_round": asdict(spread([1e3 * r["draft_s"] / r["passes"] for r in rs])),
+            "verify_ms_per_round": asdict(spread([1e3 * r["verify_s"] / r["passes"] for r in rs])),
+            "ms_per_token": asdict(spread(ms_tok)),
+            "speedup": asdict(spread([a * 1e3 / m for a, m in zip(ar, ms_tok)])),
+            "runs": rs,
+        })
+    return rows
+
+
+def _fmt(s: dict, digits: int = 2) -> str:
+    return f"{s['median']:.{digits}f} ({s['lo']:.{digits}f}-{s['hi']:.{digits}f})"
+
+
+def table(rows: list[dict]) -> str:
+    """The printed table, one line per configuration."""
+    head = f"{'config':<14}{'tokens/pass':>20}{'draft ms/rnd':>20}{'verify ms/rnd':>22}{'ms/token':>22}{'speedup':>20}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['config']:<14}{_fmt(r['tokens_per_pass']):>20}{_fmt(r['draft_ms_per_round'], 1):>20}"
+                     f"{_fmt(r['verify_ms_per_round'], 1):>22}{_fmt(r['ms_per_token'], 1):>22}"
+                     f"{_fmt(r['speedup']):>20}")
+    best = max((r for r in rows if r["config"] != "ar"), key=lambda r: r["speedup"]["median"])
+    lines.append(f"best: {best['config']} at {_fmt(best['speedup'])}x (median (min-max) over repeats)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """CLI."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gamma", type=gamma_list, default=gamma_list("2,3"), help="chain draft lengths")
+    ap.add_argument("--trees", default="2;3;2,1;2,2;3,2", help="branching shapes, ';'-separated (b1,b2,..)")
+    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--prompts", type=int, default=len(BENCH_CHAT_PROMPTS))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    check_repeats(args.repeats)
+    shapes = [s.strip() for s in args.trees.split(";") if s.strip()]
+    for s in shapes:
+        branching_tree(parse_ints(s, "shape"))  # ValueError with the allowed range, before any model loads
+    torch.set_num_threads(args.threads)
+    pair = load_pair("smollm2-eagle", resolve_device(args.device), max_len=512)
+    prompts = [pair.tokenizer.encode(pair.tokenizer.chat(p)) for p in BENCH_CHAT_PROMPTS[: args.prompts]]
+    names = ["ar", *(f"chain {g}" for g in args.gamma), *(f"tree {s}" for s in shapes)]
+    sampling = SamplingConfig(args.temperature)
+    runs: dict[str, list[dict]] = {n: [] for n in names}
+    with torch.inference_mode():
+        run_config(pair, "ar", prompts[:1], 8, sampling)  # warm-up (allocations, kernels)
+        for r in range(args.repeats):
+            for name in names if r % 2 == 0 else names[::-1]:
+                runs[name].append(run_config(pair, name, prompts, args.max_new_tokens, sampling))
+    rows = summarise(runs)
+    print(f"smollm2-eagle on {pair.device}, T = {args.temperature}, {len(prompts)} chat prompts x "
+          f"{args.max_new_tokens} tokens, {args.threads} thread(s), {args.repeats} interleaved repeats")
+    print(table(rows))
+    report = {"temperature": args.temperature, "max_new_tokens": args.max_new_tokens, "prompts": len(prompts),
+              "repeats": args.repeats, "threads": args.threads, "rows": rows, "environment": environment(pair.device)}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
