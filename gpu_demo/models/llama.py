@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
-from gpu_demo.models.packed import PackedLinear, pack_linears, packing_available, unpack_linears
+from gpu_demo.models.packed import PackedLinear, pack_linears, packed_linear, packing_available, unpack_linears
 
 PACK_MIN_ROWS = 4  # F.linear's BLAS kernel is the fastest up to 3 rows and switches at 4 (bench/verify_cost.py)
 
@@ -210,8 +210,9 @@ class Llama(CachedDecoder, nn.Module):
     def pack_for_cpu(self, min_rows: int | None = PACK_MIN_ROWS) -> int:
         """Give every linear map (the tied head too) a oneDNN-packed copy used for >= min_rows rows (None: undo).
 
-        Same y = x W^T; on a CPU the packed kernel keeps a verify pass of 4-16 tokens near the cost of one
-        (gpu_demo.models.packed, bench/verify_cost.py). Returns the number of maps packed (or unpacked).
+        Same y = x W^T; on a CPU the packed kernel makes a verify pass of 4-16 tokens much cheaper than the BLAS
+        does (gpu_demo.models.packed, bench/verify_cost.py). Returns the number of maps packed (or unpacked).
+        The packed copies are made from the weights as they are now: pack after loading, and not before training.
         """
         if min_rows is None:
             self._packed_head = ()
@@ -231,7 +232,8 @@ class Llama(CachedDecoder, nn.Module):
         """
         h = self.norm(h)
         w = self.tok_embeddings.weight if self.output is None else self.output.weight
-        logits = (self._packed_head[0](h) if self._packed_head else F.linear(h, w)).float()  # (B, T, V or n_out)
+        ph = self._packed_head[0] if self._packed_head else None
+        logits = (packed_linear(h, ph.packed) if ph is not None and ph.use_packed(h) else F.linear(h, w)).float()
         if self.out_ids is None:
             return logits
         full = logits.new_full((*logits.shape[:-1], self.vocab_size), float("-inf"))  # (B, T, V)
