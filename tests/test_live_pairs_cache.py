@@ -48,11 +48,12 @@ def test_cycling_every_pair_twice_loads_each_once(monkeypatch):
         lpairs.shared_pair.clear()
 
 
-def _fake_smol(loads: list[object]):
+def _fake_smol(loads: list[object], packs: list[int] | None = None):
     def load_smollm2(device, dtype, max_len):
         loads.append((device, dtype, max_len))
         time.sleep(0.05)  # long enough for a second thread to arrive while the first loads
-        model = types.SimpleNamespace(vocab_size=49152, max_seq_len=max_len, num_params=lambda: 134_515_008)
+        model = types.SimpleNamespace(vocab_size=49152, max_seq_len=max_len, num_params=lambda: 134_515_008,
+                                      pack_for_cpu=lambda: (packs if packs is not None else []).append(max_len))
         tok = types.SimpleNamespace(get_vocab_size=lambda: 49152)
         return types.SimpleNamespace(model=model, tokenizer=tok, chat_template="", eos_token_id=2, load_seconds=0.0,
                                      from_cache=True)
@@ -63,7 +64,8 @@ def test_both_smollm2_pairs_share_one_target_loaded_once(monkeypatch):
     import gpu_demo.training.smollm2_draft as sd
 
     loads: list[object] = []
-    monkeypatch.setattr(smollm2, "load_smollm2", _fake_smol(loads))
+    packs: list[int] = []
+    monkeypatch.setattr(smollm2, "load_smollm2", _fake_smol(loads, packs))
     monkeypatch.setattr(smollm2, "_TARGETS", {})
     draft = types.SimpleNamespace(num_params=lambda: 1, max_seq_len=2048)
     monkeypatch.setattr(sd, "load_draft", lambda target, max_len=2048: draft)
@@ -79,6 +81,7 @@ def test_both_smollm2_pairs_share_one_target_loaded_once(monkeypatch):
     assert got["smollm2-lookup"].target is got["smollm2-draft"].target
     gp.load_pair("smollm2-lookup", "cpu", max_len=512)  # another cache length is another target
     assert len(loads) == 2
+    assert packs == [2048, 512]  # each loaded target packed once (for a CPU's verify passes), shared after
 
 
 def test_a_failed_smollm2_load_is_not_kept(monkeypatch):
