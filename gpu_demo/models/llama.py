@@ -262,11 +262,14 @@ class Llama(CachedDecoder, nn.Module):
         self.last_hidden = x  # kept by reference (no copy): a feature-level draft reads it
         return self.head(x)
 
-    def trunk(self, x: torch.Tensor) -> torch.Tensor:
-        """Cache-free causal stack over embeddings x (B, T, C) at positions 0..T-1 -> hidden (B, T, C), pre-norm."""
+    def trunk(self, x: torch.Tensor, taps: dict[int, torch.Tensor] | None = None) -> torch.Tensor:
+        """Cache-free causal stack over embeddings x (B, T, C) at positions 0..T-1 -> hidden (B, T, C), pre-norm.
+
+        taps {i: None, ...} is filled with the residual stream (B, T, C) after layer i (0-based): inner features.
+        """
         B, T, _ = x.shape
         cos, sin = rope_tables(self.cfg.head_dim, T, self.cfg.rope_base, x.device)
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             a, h = layer.attention, layer.attention_norm(x)
             q = a.wq(h).view(B, T, a.n_heads, a.head_dim).transpose(1, 2)  # (B, nh, T, hd)
             k = a.wk(h).view(B, T, a.n_kv_heads, a.head_dim).transpose(1, 2)  # (B, nkv, T, hd)
@@ -275,6 +278,8 @@ class Llama(CachedDecoder, nn.Module):
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)  # (B, nh, T, hd)
             x = x + a.wo(y.transpose(1, 2).reshape(B, T, a.n_heads * a.head_dim))
             x = x + layer.feed_forward(layer.ffn_norm(x))
+            if taps is not None and i in taps:
+                taps[i] = x
         return x
 
     def forward_train(self, tokens: torch.Tensor) -> torch.Tensor:
