@@ -61,6 +61,21 @@ def test_left_padded_replies_keep_the_unpadded_features(trained) -> None:
         assert torch.isnan(s.logz[: s.prompt_len - 1]).all()
 
 
+def test_trunk_taps_are_the_residual_stream_after_each_listed_layer() -> None:
+    import copy
+
+    target = tiny_target(16, seed=6)  # 2 layers
+    x = target.tok_embeddings(torch.tensor([[3, 1, 4, 1, 5, 9]]))  # (1, 6, C)
+    first = copy.deepcopy(target)
+    first.layers = first.layers[:1]  # the same weights, one layer: its output is the stream after layer 0
+    with torch.no_grad():
+        taps = dict.fromkeys([0, 1])
+        top = target.trunk(x, taps)
+        want0 = first.trunk(x)
+    torch.testing.assert_close(taps[0], want0, atol=0, rtol=0)
+    assert taps[1] is top and not torch.equal(taps[0], top)
+
+
 # -------------------------------------------------------------------------------------------------- greedy
 
 
