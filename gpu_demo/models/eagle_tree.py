@@ -27,7 +27,8 @@ from specdec_core.trees import Tree
 class EagleTreeDrafter(TreeDrafter):
     """Fills a token tree with an EAGLE-style head; shares the chain drafter's head and feature bookkeeping."""
 
-    def __init__(self, chain: EagleDrafter, name: str | None = None) -> None:  # noqa: D107 (no model to check)
+    def __init__(self, chain: EagleDrafter, name: str | None = None) -> None:
+        """Wrap a chain drafter (TreeDrafter.__init__ is not called: it wants a token-in DecoderLM, the head is not)."""
         self.chain, self.head, self.target = chain, chain.head, chain.target
         self.model = chain.head  # the draft cache (RoundEvent.kv_draft reads model.cache_len)
         self.name = name or chain.name
