@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import torch
 
 from gpu_demo.__main__ import gamma_list
 from gpu_demo.decode import autoregressive, speculative
-from gpu_demo.device import resolve_device, sync
+from gpu_demo.device import resolve_device, timed_once
 from gpu_demo.measure.bench import environment
 from gpu_demo.pairs import load_pair
 from gpu_demo.sampler import SamplingConfig
@@ -36,26 +35,23 @@ from specdec_core.trees import branching_tree, parse_ints
 
 def run_config(pair, name: str, prompts: list[list[int]], n_new: int, sampling: SamplingConfig) -> dict:
     """One pass over the prompts with configuration `name` ('ar', 'chain g', 'tree b1,b2,..'): totals."""
-    tokens = passes = 0
-    draft_s = verify_s = 0.0
-    sync(pair.device)
-    t0 = time.perf_counter()
-    for i, ids in enumerate(prompts):
-        if name == "ar":
-            gen = autoregressive(pair.target, ids, n_new, sampling, seed=i, topk=0)
-        elif name.startswith("chain"):
-            gen = speculative(pair.target, pair.drafter, ids, n_new, int(name.split()[1]), sampling, seed=i, topk=0)
-        else:
-            shape = branching_tree(parse_ints(name.split()[1], "shape"))
-            gen = tree_speculative(pair.target, pair.drafter, ids, n_new, shape, sampling, seed=i, topk=0)
-        for e in gen:
-            tokens += len(e.emitted)
-            passes += 1
-            draft_s += e.draft_s
-            verify_s += e.verify_s
-    sync(pair.device)
-    wall = time.perf_counter() - t0
-    return {"tokens": tokens, "passes": passes, "wall_s": wall, "draft_s": draft_s, "verify_s": verify_s}
+    events = []
+
+    def decode_all() -> None:
+        for i, ids in enumerate(prompts):
+            if name == "ar":
+                gen = autoregressive(pair.target, ids, n_new, sampling, seed=i, topk=0)
+            elif name.startswith("chain"):
+                gen = speculative(pair.target, pair.drafter, ids, n_new, int(name.split()[1]), sampling, seed=i,
+                                  topk=0)
+            else:
+                shape = branching_tree(parse_ints(name.split()[1], "shape"))
+                gen = tree_speculative(pair.target, pair.drafter, ids, n_new, shape, sampling, seed=i, topk=0)
+            events.extend(gen)
+
+    wall = timed_once(decode_all, pair.device)
+    return {"tokens": sum(len(e.emitted) for e in events), "passes": len(events), "wall_s": wall,
+            "draft_s": sum(e.draft_s for e in events), "verify_s": sum(e.verify_s for e in events)}
 
 
 def summarise(runs: dict[str, list[dict]]) -> list[dict]:
