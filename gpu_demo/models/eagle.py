@@ -239,12 +239,10 @@ class EagleDrafter(Drafter):
     ) -> Draft:
         """k = gamma draws x_i ~ q_i (one-hot if greedy); k = 0 when no target feature is known yet (1-token prompt)."""
         dev = self.head.device
-        if gamma <= 0 or not self._toks:
+        if gamma <= 0 or not self.has_pairs():
             self._proposed = torch.empty(0, dtype=torch.long, device=dev)
             return Draft(self._proposed, torch.empty(0, self.vocab_size, device=dev))
-        feats = torch.cat(self._feats).unsqueeze(0)  # (1, m, C) true features f_{j-1}
-        toks = torch.cat(self._toks).unsqueeze(0)  # (1, m) x_j
-        self._feats, self._toks = [], []
+        feats, toks = self.take_pairs()  # (1, m, C) true features f_{j-1}, (1, m) x_j
         stable = self.head.cache_len + toks.shape[1]  # slots built from true features only
         g = self.head(feats, toks)[:, -1:]  # (1, 1, C)
         xs, qs = [], []
@@ -268,8 +266,22 @@ class EagleDrafter(Drafter):
         """Keep the target's features of pending, x_1..x_n (its verify pass) paired with x_1..x_n, y."""
         feats = self._target_features(n_accepted + 1)  # (n+1, C)
         nxt = torch.tensor([next_token], dtype=torch.long, device=self.head.device)
+        self.add_pairs(feats, torch.cat([self._proposed[:n_accepted], nxt]))
+
+    def has_pairs(self) -> bool:
+        """Whether true pairs (f_{j-1}, x_j) wait to be fed."""
+        return bool(self._toks)
+
+    def take_pairs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The waiting true pairs as (1, m, C) features and (1, m) ids, and forget them (they are fed now)."""
+        feats, toks = torch.cat(self._feats).unsqueeze(0), torch.cat(self._toks).unsqueeze(0)
+        self._feats, self._toks = [], []
+        return feats, toks
+
+    def add_pairs(self, feats: torch.Tensor, toks: torch.Tensor) -> None:
+        """Queue true pairs: the target's features (m, C) of the positions before ids toks (m,)."""
         self._feats.append(feats)
-        self._toks.append(torch.cat([self._proposed[:n_accepted], nxt]))
+        self._toks.append(toks)
 
 
 # ----------------------------------------------------------------------------------------------- loading

@@ -44,13 +44,12 @@ class EagleTreeDrafter(TreeDrafter):
 
     def _pending_slots(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The pairs (f_{j-1}, x_j) to feed, (1, m, C) and (1, m); a root with no feature before it gets f = 0."""
-        ch = self.chain
-        if ch._toks:
-            feats, toks = torch.cat(ch._feats).unsqueeze(0), torch.cat(ch._toks).unsqueeze(0)  # (1, m, C), (1, m)
+        if self.chain.has_pairs():
+            feats, toks = self.chain.take_pairs()  # (1, m, C), (1, m)
         else:
             feats = torch.zeros(1, 1, self.head.cfg.dim, device=self.head.device, dtype=self.head.dtype)  # (1, 1, C)
             toks = self._first.view(1, 1)  # (1, 1)
-        ch._feats, ch._toks, self._first = [], [], self._first[:0]
+        self._first = self._first[:0]
         return feats, toks
 
     def propose(self, tree: Tree, sampling: SamplingConfig, generator: torch.Generator | None) -> TreeDraft:
@@ -87,5 +86,5 @@ class EagleTreeDrafter(TreeDrafter):
             raise RuntimeError("the target's last forward did not keep the hidden states this draft reads")
         if self._draft.tree.n_nodes == 0:  # the root was verified alone: its feature pairs with y
             rows = [0]
-        self.chain._feats.append(self.target.norm(h[0, rows]).to(self.head.dtype))  # (n + 1, C)
-        self.chain._toks.append(torch.cat([self._draft.tokens[list(path)], nxt]))
+        feats = self.target.norm(h[0, rows]).to(self.head.dtype)  # (n + 1, C)
+        self.chain.add_pairs(feats, torch.cat([self._draft.tokens[list(path)], nxt]))
