@@ -27,13 +27,11 @@ import torch
 from torch import nn
 
 from gpu_demo.models.eagle import EagleConfig, EagleHead
-from gpu_demo.training.distill import lr_cosine
 from gpu_demo.training.eagle import (
     EagleTrainConfig,
-    batch_tensors,
     choose_out_ids,
+    fit,
     init_head,
-    position_losses,
     reply_mass,
     reply_set,
 )
@@ -66,55 +64,24 @@ def fused_batch(bt: dict[str, torch.Tensor], fuse: nn.Linear | None, C: int) -> 
     return {**bt, "feats": fuse(f3) if fuse is not None else f3[..., 2 * C:], "f_next": bt["f_next"][..., 2 * C:]}
 
 
-def evaluate(head: EagleHead, fuse: nn.Linear | None, val: list[Sample], cfg: EagleTrainConfig) -> dict:
-    """Held-out loss and alpha per draft position, weighted by reply slots."""
-    loss_sum, a_sum, w = 0.0, None, 0
-    with torch.no_grad():
-        for i in range(0, len(val), cfg.batch):
-            bt = fused_batch(batch_tensors(val[i : i + cfg.batch], cfg.max_len), fuse, head.cfg.dim)
-            loss, a = position_losses(head, bt, cfg.unroll, cfg.ce_weight)
-            n = int(bt["mask"].sum())
-            loss_sum += float(loss) * n
-            a_sum = [x * n for x in a] if a_sum is None else [s + x * n for s, x in zip(a_sum, a)]
-            w += n
-    return {"val_loss": round(loss_sum / w, 4), "alpha": [round(x / w, 4) for x in a_sum]}
-
-
 def train_variant(name: str, target, train: list[Sample], val: list[Sample], cfg: EagleTrainConfig,
-                  out_ids: torch.Tensor, log) -> list[dict]:
-    """Train one head (fused or top) from the seed; evaluation history."""
+                  out_ids: torch.Tensor) -> list[dict]:
+    """Train one head (fused or top) from the seed with gpu_demo.training.eagle.fit; its evaluation history."""
     C = target.cfg.dim
     torch.manual_seed(cfg.seed)
     head = EagleHead(EagleConfig.for_target(target.cfg, cfg.hidden_dim, cfg.n_out), max_len=target.cfg.max_seq_len)
     init_head(head, cfg.seed)
     head.out_ids.copy_(out_ids)
     head.attach(target)
-    params = list(head.parameters())
     fuse = None
     if name == "fused":
         fuse = nn.Linear(3 * C, C, bias=False)
         with torch.no_grad():
             fuse.weight.zero_()
             fuse.weight[:, 2 * C:] = torch.eye(C)  # starts as the top head
-        params += list(fuse.parameters())
-    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
-    g = torch.Generator().manual_seed(cfg.seed + 7)  # the same batches for both variants
-    history, t0 = [{"step": 0, **evaluate(head, fuse, val, cfg)}], time.perf_counter()
-    for step in range(cfg.steps):
-        for group in opt.param_groups:
-            group["lr"] = lr_cosine(step, cfg.steps, cfg.lr, cfg.lr / 10, cfg.warmup)
-        idx = torch.randint(0, len(train), (cfg.batch,), generator=g).tolist()
-        bt = fused_batch(batch_tensors([train[i] for i in idx], cfg.max_len), fuse, C)
-        loss, _ = position_losses(head, bt, cfg.unroll, cfg.ce_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
-            history.append({"step": step + 1, **evaluate(head, fuse, val, cfg),
-                            "elapsed_s": round(time.perf_counter() - t0, 1)})
-            log(f"{name:>5} step {step + 1}: {history[-1]}")
-    return history
+    extra = list(fuse.parameters()) if fuse is not None else []
+    return fit(head, train, val, cfg, lambda msg: print(f"{name:>5} {msg}"), extra=extra,
+               prepare=lambda bt: fused_batch(bt, fuse, C))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -149,12 +116,13 @@ def main(argv: list[str] | None = None) -> dict:
     n_tok = sum(s.ids.numel() - s.prompt_len for s in train)
     print(f"{len(train)} train replies ({n_tok} reply tokens), {len(val)} held-out; inner features of layers {layers} "
           f"in {feat_s:.0f} s; {cfg.steps} steps, batch {cfg.batch}, {args.threads} threads")
-    hist = {name: train_variant(name, target, train, val, cfg, out_ids, print) for name in ("top", "fused")}
+    hist = {name: train_variant(name, target, train, val, cfg, out_ids) for name in ("top", "fused")}
     print(f"\n{'step':>5} {'top: loss':>10} {'alpha_1':>8} {'alpha_2':>8}   {'fused: loss':>11} {'alpha_1':>8} "
           f"{'alpha_2':>8}")
     for a, b in zip(hist["top"], hist["fused"]):
-        print(f"{a['step']:>5} {a['val_loss']:>10.4f} {a['alpha'][0]:>8.4f} {a['alpha'][1]:>8.4f}   "
-              f"{b['val_loss']:>11.4f} {b['alpha'][0]:>8.4f} {b['alpha'][1]:>8.4f}")
+        aa, ab = a["val_alpha_t1_per_position"], b["val_alpha_t1_per_position"]
+        print(f"{a['step']:>5} {a['val_loss']:>10.4f} {aa[0]:>8.4f} {aa[1]:>8.4f}   "
+              f"{b['val_loss']:>11.4f} {ab[0]:>8.4f} {ab[1]:>8.4f}")
     report = {"layers": layers, "train_replies": len(train), "train_reply_tokens": n_tok, "held_out": len(val),
               "steps": cfg.steps, "batch": cfg.batch, "threads": args.threads, "feature_seconds": round(feat_s, 1),
               "history": hist}

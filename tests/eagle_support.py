@@ -11,7 +11,7 @@ import torch
 
 from gpu_demo.models.eagle import EagleConfig, EagleHead
 from gpu_demo.models.llama import Llama, LlamaConfig, init_random
-from gpu_demo.training.eagle import batch_tensors, choose_out_ids, init_head, position_losses, reply_mass
+from gpu_demo.training.eagle import EagleTrainConfig, choose_out_ids, fit, init_head, reply_mass
 from gpu_demo.training.eagle_data import sample_replies
 
 
@@ -47,21 +47,11 @@ def trained_head(target: Llama, n_out: int, steps: int = 120, seed: int = 0) -> 
     init_head(head, seed)
     head.out_ids.copy_(choose_out_ids(reply_mass(train_set, target.tok_embeddings.weight), n_out, []))
     head.attach(target)
-    opt = torch.optim.AdamW(head.parameters(), lr=3e-3)
-
-    def alpha1() -> float:
-        with torch.no_grad():
-            return position_losses(head, batch_tensors(val, 128), 2, 0.1)[1][0]
-
-    before = alpha1()
-    for _ in range(steps):
-        idx = torch.randint(0, len(train_set), (8,), generator=g).tolist()
-        loss, _ = position_losses(head, batch_tensors([train_set[i] for i in idx], 128), 2, 0.1)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    cfg = EagleTrainConfig(steps=steps, batch=8, max_len=128, lr=3e-3, eval_every=steps, seed=seed)
+    history = fit(head, train_set, val, cfg, log=lambda msg: None)  # the training loop the committed head ran
     head.requires_grad_(False)
-    return head.eval(), [before, alpha1()], samples
+    alpha1 = [h["val_alpha_t1_per_position"][0] for h in (history[0], history[-1])]
+    return head.eval(), alpha1, samples
 
 
 def exact_joint(target: Llama, prompt: list[int], V: int) -> np.ndarray:

