@@ -5,7 +5,10 @@
 * Llama.pack_for_cpu: logits for 1..8 new tokens equal the unpacked model's, the state dict keeps its keys
   and tensors, and greedy speculative decoding with a packed target and a bf16-packed EAGLE head equals
   greedy autoregressive decoding token for token;
-* EagleHead.pack_for_cpu: q stays a law over S (zero outside), near the float32 head's.
+* EagleHead.pack_for_cpu: q stays a law over S (zero outside), near the float32 head's;
+* both draft paths on every machine: bf16 packed copies where this CPU runs them (skipped, with the reason, where
+  it does not), and the float32 fallback, forced with SPECDEC_CPU_BF16=0, which every CPU runs; the probe agrees
+  with the CPU's own flags (bf16 needs AVX-512 BW+VL+DQ or AVX-NE-CONVERT).
 """
 
 from __future__ import annotations
@@ -18,11 +21,62 @@ from torch import nn
 
 from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.models.eagle import EagleDrafter
-from gpu_demo.models.packed import PackedLinear, pack_linears, packing_available, unpack_linears
+from gpu_demo.models.packed import (
+    BF16_ENV,
+    PackedLinear,
+    bf16_unavailable_reason,
+    draft_packing,
+    pack_linears,
+    packing_available,
+    unpack_linears,
+)
 from gpu_demo.sampler import SamplingConfig
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"),
               pytest.mark.skipif(not packing_available(), reason="torch built without oneDNN")]
+
+NO_BF16 = bf16_unavailable_reason()
+needs_bf16 = pytest.mark.skipif(NO_BF16 is not None, reason=f"this CPU has no bf16 packing: {NO_BF16}")
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return set()
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    return set(line.partition(":")[2].split())
+
+
+@pytest.fixture(params=["float32-fallback", "bf16"])
+def draft_path(request, monkeypatch) -> torch.dtype:
+    """Each draft path in turn: the fallback forced with the environment switch, then bf16 where the CPU runs it."""
+    if request.param == "float32-fallback":
+        monkeypatch.setenv(BF16_ENV, "0")
+        return torch.float32
+    if NO_BF16 is not None:
+        pytest.skip(f"this CPU has no bf16 packing: {NO_BF16}")
+    monkeypatch.delenv(BF16_ENV, raising=False)
+    return torch.bfloat16
+
+
+def test_the_probe_agrees_with_the_cpus_flags() -> None:
+    flags = cpu_flags()
+    if not flags:
+        pytest.skip("no /proc/cpuinfo flags to compare with")
+    has_isa = {"avx512bw", "avx512vl", "avx512dq"} <= flags or "avx_ne_convert" in flags
+    assert (NO_BF16 is None) == has_isa, (NO_BF16, sorted(f for f in flags if f.startswith("avx")))
+
+
+def test_forcing_bf16_off_gives_float32_and_says_why(monkeypatch) -> None:
+    monkeypatch.setenv(BF16_ENV, "0")
+    dtype, min_rows, words = draft_packing()
+    assert (dtype, min_rows) == (torch.float32, 4) and "float32" in words and BF16_ENV in words
+    monkeypatch.delenv(BF16_ENV)
+    dtype, min_rows, words = draft_packing()
+    assert (dtype == torch.bfloat16) == (NO_BF16 is None) and min_rows == (1 if NO_BF16 is None else 4)
+    assert ("bf16" in words) if NO_BF16 is None else (NO_BF16 in words)
 
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 17])
@@ -33,8 +87,20 @@ def test_packed_linear_equals_f_linear(rows: int) -> None:
     want = F.linear(x, lin.weight)
     with torch.inference_mode():
         got32 = PackedLinear.from_linear(lin, 4)(x)
-        got16 = PackedLinear.from_linear(lin, 1, torch.bfloat16)(x)
+        got32_all = PackedLinear.from_linear(lin, 1)(x)  # the fallback draft path: packed for every row count
     torch.testing.assert_close(got32, want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got32_all, want, atol=1e-5, rtol=1e-5)
+
+
+@needs_bf16
+@pytest.mark.parametrize("rows", [1, 2, 4, 17])
+def test_bf16_packed_linear_is_near_f_linear(rows: int) -> None:
+    g = torch.Generator().manual_seed(rows)
+    lin = nn.Linear(96, 40, bias=False)
+    x = torch.randn(1, rows, 96, generator=g)  # (1, rows, in)
+    want = F.linear(x, lin.weight)
+    with torch.inference_mode():
+        got16 = PackedLinear.from_linear(lin, 1, torch.bfloat16)(x)
     assert got16.dtype == torch.float32
     torch.testing.assert_close(got16, want, atol=3e-2, rtol=3e-2)  # bf16 weights and input: ~3 digits
     assert not torch.equal(got16, want)  # the bf16 copy is really used (a rounding difference shows)
@@ -43,7 +109,7 @@ def test_packed_linear_equals_f_linear(rows: int) -> None:
 def test_autograd_uses_the_plain_weight_and_unpack_gives_it_back() -> None:
     model = nn.Sequential(nn.Linear(8, 8, bias=False), nn.ReLU(), nn.Linear(8, 3, bias=False))
     weights = [m.weight for m in model if isinstance(m, nn.Linear)]
-    assert pack_linears(model, 1, torch.bfloat16) == 2
+    assert pack_linears(model, 1, draft_packing()[0]) == 2  # the dtype this CPU packs drafts in
     x = torch.randn(5, 8)
     model(x).sum().backward()  # grad on: F.linear on the Parameter, exact float32
     assert all(w.grad is not None for w in weights)
@@ -85,29 +151,34 @@ def test_packed_llama_gives_the_same_logits_and_state_dict() -> None:
         assert torch.equal(after[k], before[k]), k
 
 
-def test_greedy_speculative_with_packed_target_and_head_equals_greedy() -> None:
+def test_greedy_speculative_with_packed_target_and_head_equals_greedy(draft_path: torch.dtype) -> None:
     target = tiny_target(16, seed=3)
     head = tiny_head(target, 12)
     want = [run(autoregressive(target, p, 40, SamplingConfig(0.0))).tokens for p in ([5], [3, 1, 4, 1, 5])]
     assert target.pack_for_cpu() > 0 and head.pack_for_cpu() == 9  # fc, 7 block maps, E_S
+    assert all(m.packed.dtype == draft_path for m in head.modules() if isinstance(m, PackedLinear))
+    assert str(draft_path).replace("torch.", "").replace("bfloat16", "bf16") in head.kernel
+    assert all(m.min_rows == (1 if draft_path == torch.bfloat16 else 4)
+               for m in head.modules() if isinstance(m, PackedLinear))
     for gamma in (1, 3, 5):
         got = [run(speculative(target, EagleDrafter(target, head), p, 40, gamma, SamplingConfig(0.0))).tokens
                for p in ([5], [3, 1, 4, 1, 5])]
         assert got == want, gamma
 
 
-def test_packed_head_q_is_a_law_over_s_near_the_float32_one() -> None:
+def test_packed_head_q_is_a_law_over_s_near_the_float32_one(draft_path: torch.dtype) -> None:
     target = tiny_target(16, seed=4)
     head = tiny_head(target, 10)
-    g = torch.randn(3, 32)  # (3, C)
+    g = torch.randn(5, 32)  # (5, C): 5 rows, so either path's packed copy serves them
     with torch.inference_mode():
         want = torch.softmax(head.logits(g), -1)
         head.pack_for_cpu()
-        got = torch.softmax(head.logits(g), -1)  # (3, V)
+        assert head._packed_out[0].use_packed(g)
+        got = torch.softmax(head.logits(g), -1)  # (5, V)
     outside = torch.ones(16, dtype=torch.bool)
     outside[head.out_ids] = False
     assert torch.all(got[:, outside] == 0)
-    torch.testing.assert_close(got.sum(-1), torch.ones(3))
+    torch.testing.assert_close(got.sum(-1), torch.ones(5))
     torch.testing.assert_close(got, want, atol=2e-2, rtol=0)
 
 
@@ -124,3 +195,18 @@ def test_a_packed_model_moved_to_another_dtype_uses_its_live_weights() -> None:
         want = target.forward(prompt)
     assert got.dtype == torch.float32  # logits are float32 whatever the weights' dtype
     torch.testing.assert_close(got, want, atol=0, rtol=0)
+
+
+@pytest.mark.slow
+def test_smollm2_eagle_loads_and_decodes_exactly_with_bf16_forced_off(monkeypatch) -> None:
+    """The shipped pair on the path every x86 CPU runs: it loads, says which path, and greedy stays exact."""
+    pytest.importorskip("gguf")
+    from gpu_demo.models.eagle import load_eagle_pair
+
+    monkeypatch.setenv(BF16_ENV, "0")
+    pair = load_eagle_pair(torch.device("cpu"))
+    assert pair.info["draft_kernel"].startswith("float32 weights") and BF16_ENV in pair.info["draft_kernel"]
+    prompt = pair.tokenizer.encode(pair.tokenizer.user_turn("Name three colours."))
+    want = run(autoregressive(pair.target, prompt, 12, SamplingConfig(0.0))).tokens
+    got = run(speculative(pair.target, pair.drafter, prompt, 12, 2, SamplingConfig(0.0))).tokens
+    assert got == want

@@ -70,7 +70,8 @@ def load_pair(settings: lr.Settings, pair_ok: bool, pair_reason: str) -> tuple[l
     if sp is None:
         return None, None
     st.caption(f"Loaded **{sp.name}** on {lpairs.device_name(sp)} in {sp.load_s:.2f} s (once per server, shared by "
-               f"every session and pair on this device). {lpairs.pair_description(sp.name)}")
+               f"every session and pair on this device). {lpairs.pair_description(sp.name)}"
+               + (f" Draft kernel here: {sp.pair.info['draft_kernel']}." if sp.pair.info.get("draft_kernel") else ""))
     try:
         return sp, lr.validate(sp, settings)
     except ValueError as exc:

@@ -32,7 +32,7 @@ from torch import nn
 from gpu_demo.drafters import Draft, Drafter
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
 from gpu_demo.models.llama import Block, Llama, LlamaConfig, rope_tables
-from gpu_demo.models.packed import PackedLinear, pack_linears, packed_linear, packing_available
+from gpu_demo.models.packed import PackedLinear, draft_packing, pack_linears, packed_linear, packing_available
 from gpu_demo.sampler import SamplingConfig, next_token
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -98,6 +98,7 @@ class EagleHead(CachedDecoder, nn.Module):
         self._norm: tuple[nn.Module, ...] = ()  # (the target's final RMSNorm,): a tuple, so not a submodule
         self._cos = self._sin = None
         self._packed_out: tuple[PackedLinear, ...] = ()  # E_S packed (pack_for_cpu)
+        self._kernel: str | None = None  # the packed path in words (pack_for_cpu sets it)
 
     # ------------------------------------------------------------------ target parts --
     def attach(self, target: Llama) -> EagleHead:
@@ -116,19 +117,30 @@ class EagleHead(CachedDecoder, nn.Module):
         """E_S = E[out_ids] as a contiguous copy (after attach, or after out_ids changes)."""
         self._e_out = self._emb[self.out_ids.to(self._emb.device)].contiguous()
         if self._packed_out:
-            self._packed_out = (PackedLinear(self._e_out, 1, torch.bfloat16),)
+            old = self._packed_out[0]
+            self._packed_out = (PackedLinear(self._e_out, old.min_rows, old.packed.dtype),)
 
     def pack_for_cpu(self) -> int:
-        """Draft inference from bf16 packed copies of fc, the block's maps and E_S (gpu_demo.models.packed).
+        """Draft inference from packed copies of fc, the block's maps and E_S (gpu_demo.models.packed).
 
         The target's pass evicts the draft's weights from the caches every round, so a draft step streams them
-        from memory: half the bytes is most of the draft's cost c. q is whatever this head computes (the exact
-        rule needs nothing more); training and the committed weights stay float32. Returns the maps packed.
+        from memory: half the bytes is most of the draft's cost c, so the copies are bf16 where this CPU runs
+        bf16; elsewhere float32 copies serve 4+ rows (token trees) and one-row steps keep the BLAS (draft_packing);
+        `kernel` says which. q is whatever this head computes (the
+        exact rule needs nothing more); training and the committed weights stay float32. Returns the maps packed.
         """
         if self.device.type != "cpu" or self.dtype != torch.float32 or not packing_available() or self._e_out is None:
             return 0
-        self._packed_out = (PackedLinear(self._e_out, 1, torch.bfloat16),)  # a tuple: not in the state dict
-        return pack_linears(self, 1, torch.bfloat16) + 1
+        dtype, min_rows, self._kernel = draft_packing()
+        self._packed_out = (PackedLinear(self._e_out, min_rows, dtype),)  # a tuple: not in the state dict
+        return pack_linears(self, min_rows, dtype) + 1
+
+    @property
+    def kernel(self) -> str:
+        """Which weights a draft step multiplies by, in words: the packed copies, or the plain ones."""
+        if self._packed_out and self._kernel:
+            return self._kernel
+        return f"unpacked {str(self.dtype).replace('torch.', '')} weights"
 
     @property
     def device(self) -> torch.device:
@@ -322,11 +334,12 @@ def load_eagle_pair(device: torch.device, dtype: torch.dtype | str | None = None
 
     files = [ASSETS / f"{EAGLE_NAME}.json", ASSETS / f"{EAGLE_NAME}.safetensors"]
     smol, dt, head, tok = target_and_draft(device, dtype, max_len, load_head, files)
-    head.pack_for_cpu()  # bf16 packed copies on a CPU: the draft's bytes per step halved (no-op elsewhere)
+    head.pack_for_cpu()  # packed copies on a CPU, bf16 where the CPU runs it (no-op elsewhere)
     cfg = head.cfg
     info = _info(smol, dt, f"EAGLE-style feature draft: 1 decoder layer reading the target's last hidden state, "
                            f"head over {cfg.n_out} frequent ids")
     info["draft_params"] = head.num_trainable()
     info["draft_reads"] = "the target's final-norm hidden state at the previous position + the new token's embedding"
     info["draft_vocab"] = cfg.n_out
+    info["draft_kernel"] = head.kernel
     return Pair("smollm2-eagle", smol.model, EagleDrafter(smol.model, head), tok, device, info)

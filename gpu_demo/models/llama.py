@@ -15,9 +15,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
-from gpu_demo.models.packed import PackedLinear, pack_linears, packed_linear, packing_available, unpack_linears
-
-PACK_MIN_ROWS = 4  # F.linear's BLAS kernel is the fastest up to 3 rows and switches at 4 (bench/verify_cost.py)
+from gpu_demo.models.packed import (
+    PACK_MIN_ROWS,
+    PackedLinear,
+    pack_linears,
+    packed_linear,
+    packing_available,
+    unpack_linears,
+)
 
 
 @dataclass(frozen=True)

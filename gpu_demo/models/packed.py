@@ -9,11 +9,19 @@ weight (training, the state dict, rows below ``min_rows``) and a packed copy use
 in inference only; with ``dtype=torch.bfloat16`` the packed copy is bf16 (half the bytes to stream; for a small
 draft whose weights the target's pass has just evicted from the caches) and x is rounded to bf16 on the way in.
 
+oneDNN packs bf16 weights only on CPUs with AVX-512 (BW, VL, DQ) or AVX-NE-CONVERT; elsewhere (many laptops, AMD
+EPYC without AVX-512) it refuses. :func:`bf16_unavailable_reason` asks once, by packing and multiplying a tiny
+bf16 weight, and :func:`draft_packing` answers float32 with the reason where bf16 is refused (or forced off with
+``SPECDEC_CPU_BF16=0``), so every caller takes a path this CPU can run and can say which.
+
     y = x W^T    (rows < min_rows, or autograd on, or not a CPU float32 input: F.linear on W itself)
     y = x W~^T   (otherwise: W~ = W reordered (and rounded to `dtype`) once, at pack time)
 """
 
 from __future__ import annotations
+
+import functools
+import os
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +31,43 @@ from torch import nn
 def packing_available() -> bool:
     """True where torch was built with oneDNN (mkldnn) and its CPU linear ops exist."""
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+PACK_MIN_ROWS = 4  # F.linear's BLAS kernel is the fastest up to 3 rows and switches at 4 (bench/verify_cost.py)
+BF16_ENV = "SPECDEC_CPU_BF16"  # "0": never pack in bf16 (forces the float32 fallback, for tests and comparisons)
+
+
+@functools.cache
+def _bf16_probe() -> str | None:
+    """None where oneDNN packs and multiplies a bf16 weight on this CPU, else its refusal (one line)."""
+    try:
+        packed_linear(torch.ones(2, 16), pack_weight(torch.ones(16, 16), torch.bfloat16, 1))
+    except RuntimeError as exc:
+        return str(exc).strip().splitlines()[0][:200]
+    return None
+
+
+def bf16_unavailable_reason() -> str | None:
+    """None where bf16 packed copies run here; else why not (forced off, no oneDNN, or the CPU lacks the ISA)."""
+    if os.environ.get(BF16_ENV, "").strip() == "0":
+        return f"bf16 packing forced off ({BF16_ENV}=0)"
+    if not packing_available():
+        return "torch was built without oneDNN"
+    return _bf16_probe()
+
+
+def draft_packing() -> tuple[torch.dtype, int, str]:
+    """(dtype, min_rows, the path in words) for a draft's packed copies on this CPU.
+
+    bf16 from 1 row where the CPU runs it (half the bytes a draft step streams); else float32 from PACK_MIN_ROWS
+    rows, like the target: one-row draft steps keep the BLAS, which is the faster float32 kernel there (4.8 ms
+    against 5.6 ms for the SmolLM2 EAGLE head's step on a 2-core AMD EPYC without AVX-512).
+    """
+    why = bf16_unavailable_reason()
+    if why is None:
+        return torch.bfloat16, 1, "bf16 packed weights (oneDNN)"
+    return torch.float32, PACK_MIN_ROWS, (f"float32 weights, BLAS below {PACK_MIN_ROWS} rows and oneDNN-packed from "
+                                          f"{PACK_MIN_ROWS}: no bf16 path on this CPU ({why})")
 
 
 def pack_weight(w: torch.Tensor, dtype: torch.dtype, rows_hint: int) -> torch.Tensor:
