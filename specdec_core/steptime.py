@@ -20,6 +20,9 @@ Charging the whole pass as one kernel, max(all FLOPs / peak, all bytes / bandwid
 linear layers' compute hide under the attention's KV reads, which a real pass cannot do: the attention
 kernel waits for the QKV projection and the MLP waits for the attention. ``StepTime.one_roofline_s``
 keeps that figure only to show the difference.
+
+What the roofline leaves out (a fixed cost per pass, imperfect overlap, logits traffic) is opt-in through
+``Overheads``; specdec_core.measured_steps sets the model beside step times fitted to a measured engine.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from specdec_core.roofline import Hardware, bytes_per_weight, check_mode
 from specdec_core.validate import check_alpha, check_gamma
 
 ACT_BYTES = 2.0         # activations in BF16
+LOGIT_BYTES = 8.0       # a float32 logit written by the head and read back by the sampler (Overheads.logits)
 ACT_IO_PER_LAYER = 4    # hidden-sized reads + writes per token per layer (in/out of attention and MLP)
 
 # KV cache precision -> (bytes per element, tensor-core precision its QK^T and PV run at)
@@ -144,22 +148,53 @@ class KernelTime:
 
 
 @dataclass(frozen=True)
+class Overheads:
+    """What the roofline leaves out, each term opt-in (the defaults are the pure roofline):
+
+    fixed_s   seconds per pass whatever its size: kernel launches, scheduling, sampling. SpecDecode-Bench's fit of
+              vLLM on an H100 (specdec_core.measured_steps) charges 1.21 ms of host overhead per engine step; for a
+              small draft a fixed cost like this is most of its step.
+    overlap   the fraction of the shorter of a kernel's compute and memory times hidden under the longer: 1 is the
+              roofline's perfect overlap, 0 runs them one after the other: t_k = max + (1 - overlap) x min.
+    logits    charge the head's logits as traffic: B x T x vocab float32 values written by the head and read by the
+              sampler, 8 bytes each (about 1 GB per pass for Llama-3.1-8B at B = 256, T = 4).
+    """
+
+    fixed_s: float = 0.0
+    overlap: float = 1.0
+    logits: bool = False
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.fixed_s) and self.fixed_s >= 0) or not 0.0 <= self.overlap <= 1.0:
+            raise ValueError(f"fixed cost must be >= 0 s and overlap in [0, 1]; got {self.fixed_s!r}, {self.overlap!r}")
+
+
+ROOFLINE_ONLY = Overheads()
+
+
+@dataclass(frozen=True)
 class StepTime:
-    """Time of one forward pass as the sum of its kernel classes' rooflines."""
+    """Time of one forward pass as the sum of its kernel classes' rooflines (plus any Overheads)."""
 
     linear: KernelTime
     attention: KernelTime
     activations: KernelTime
+    logits: KernelTime | None = None      # the head's logits as traffic (Overheads.logits)
+    fixed_s: float = 0.0                  # Overheads.fixed_s
+    overlap: float = 1.0                  # Overheads.overlap
 
     @property
-    def kernels(self) -> tuple[KernelTime, KernelTime, KernelTime]:
-        """(linear, attention, activations)."""
-        return self.linear, self.attention, self.activations
+    def kernels(self) -> tuple[KernelTime, ...]:
+        """(linear, attention, activations), and logits where charged."""
+        return (self.linear, self.attention, self.activations) + ((self.logits,) if self.logits is not None else ())
 
     @property
     def total_s(self) -> NDArray[np.float64]:
-        """sum over kernel classes of max(FLOPs_k / peak_k, bytes_k / bandwidth)."""
-        return self.linear.total_s + self.attention.total_s + self.activations.total_s
+        """sum_k [max(FLOPs_k / peak_k, bytes_k / bw) + (1 - overlap) min(...)] + fixed: the roofline by default."""
+        t = sum(k.total_s for k in self.kernels) + self.fixed_s
+        if self.overlap < 1.0:
+            t = t + (1.0 - self.overlap) * sum(np.minimum(k.compute_s, k.memory_s) for k in self.kernels)
+        return t
 
     @property
     def compute_s(self) -> NDArray[np.float64]:
@@ -205,10 +240,10 @@ def _kernel(name: str, flops: ArrayLike, nbytes: ArrayLike, peak: float, bandwid
 
 
 def step_time(shape: DecoderShape, hw: Hardware, mode: str, batch: ArrayLike, tokens: ArrayLike,
-              context: ArrayLike, kv: str = "bf16") -> StepTime:
+              context: ArrayLike, kv: str = "bf16", overheads: Overheads = ROOFLINE_ONLY) -> StepTime:
     """One pass of B sequences x T new tokens at context L: sum over kernels of max(FLOPs / peak, bytes / bw).
 
-    batch, tokens and context broadcast together (tokens an integer >= 1).
+    batch, tokens and context broadcast together (tokens an integer >= 1); `overheads` adds what the roofline omits.
     """
     b = check_batch(batch)
     t = check_gamma(tokens, "tokens").astype(np.float64)
@@ -225,7 +260,9 @@ def step_time(shape: DecoderShape, hw: Hardware, mode: str, batch: ArrayLike, to
                         b * ctx * shape.kv_bytes(kv), hw.peak_flops(kv_prec), bw, out)
     act = _kernel("activations", 0.0, n_tok * shape.layers * ACT_IO_PER_LAYER * shape.hidden * ACT_BYTES,
                   1.0, bw, out)
-    return StepTime(linear, attention, act)
+    logit_bytes = n_tok * (shape.vocab or 0) * LOGIT_BYTES
+    logits = _kernel("logits", 0.0, logit_bytes, 1.0, bw, out) if overheads.logits else None
+    return StepTime(linear, attention, act, logits, overheads.fixed_s, overheads.overlap)
 
 
 def attention_intensity(shape: DecoderShape, tokens: ArrayLike, kv: str = "bf16") -> float | NDArray[np.float64]:
@@ -253,15 +290,19 @@ class SpecCurve:
 
 
 def spec_curve(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str, gamma: int,
-               alpha: float, context: int, batch: ArrayLike, kv: str = "bf16") -> SpecCurve:
-    """c(B) = t_draft(B,1)/t_target(B,1), v(B) = t_target(B,gamma+1)/t_target(B,1), speedup from the algebra."""
+               alpha: float, context: int, batch: ArrayLike, kv: str = "bf16",
+               overheads: Overheads = ROOFLINE_ONLY) -> SpecCurve:
+    """c(B) = t_draft(B,1)/t_target(B,1), v(B) = t_target(B,gamma+1)/t_target(B,1), speedup from the algebra.
+
+    `overheads` applies to every pass, the draft's too (a fixed cost per pass weighs most on the small draft).
+    """
     g = int(check_gamma(gamma))
     check_alpha(alpha)
     b = check_batch(batch)
     check_context(draft, context)
-    dec = step_time(target, hw, mode, b, 1, context, kv).total_s
-    ver = step_time(target, hw, mode, b, g + 1, context, kv).total_s
-    dra = step_time(draft, hw, mode, b, 1, context, kv).total_s
+    dec = step_time(target, hw, mode, b, 1, context, kv, overheads).total_s
+    ver = step_time(target, hw, mode, b, g + 1, context, kv, overheads).total_s
+    dra = step_time(draft, hw, mode, b, 1, context, kv, overheads).total_s
     c, v = dra / dec, ver / dec
     s = np.asarray(speedup(alpha, g, c, v), dtype=np.float64)
     return SpecCurve(b, dec, ver, dra, c, v, s)
