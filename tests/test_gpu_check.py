@@ -1,0 +1,70 @@
+"""The prepared GPU script runs here first (--device cpu --quick), so the GPU run is its second run; and the
+transfer tool splits a file into parts and joins it back only when every checksum matches."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import gpu_check  # noqa: E402
+import gpu_transfer  # noqa: E402
+
+
+@pytest.mark.slow
+def test_gpu_check_quick_on_cpu_writes_every_stage(tmp_path: Path) -> None:
+    pytest.importorskip("gguf")
+    rc = gpu_check.main(["--out", str(tmp_path), "--device", "cpu", "--quick", "--limit-s", "3000",
+                         "--pairs", "builtin,smollm2-lookup", "--tests", "tests/test_device_turn.py"])
+    assert rc == 0
+    rep = json.loads((tmp_path / gpu_check.REPORT).read_text())
+    st = rep["stages"]
+    assert set(st) == {"cuda_tests", "pair:builtin", "pair:smollm2-lookup", "verify_cost"}
+    assert st["cuda_tests"]["returncode"] == 0 and "passed" in st["cuda_tests"]["summary"]
+    for name in ("pair:builtin", "pair:smollm2-lookup"):
+        for temp in ("T=0", "T=1"):
+            row = st[name][temp]["rows"][0]
+            assert st[name][temp]["ar_tok_s"] > 0 and row["gamma"] == 2 and row["c"] >= 0 and row["v"] > 0
+    v = st["verify_cost"]["v"]
+    assert set(v) == {"2", "4"} and [r["batch"] for r in v["2"]] == [1, 2] and all(r["v"] > 0 for r in v["4"])
+    assert rep["environment"]["torch"] and rep["date"]
+
+
+def test_gpu_check_refuses_a_device_that_is_not_here(tmp_path: Path, capsys) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert gpu_check.main(["--out", str(tmp_path), "--device", "cuda"]) == 2
+    assert "cuda" in capsys.readouterr().err.lower() and not (tmp_path / gpu_check.REPORT).exists()
+
+
+def test_split_then_join_gives_the_same_bytes(tmp_path: Path) -> None:
+    src = tmp_path / "model.bin"
+    src.write_bytes(bytes(range(256)) * 4097)  # 1,048,832 bytes: 3 parts of 400 kB
+    m = gpu_transfer.split(src, tmp_path / "xfer", 400_000)
+    assert [p["bytes"] for p in m["parts"]] == [400_000, 400_000, 248_832]
+    out = gpu_transfer.join(tmp_path / "xfer" / gpu_transfer.MANIFEST, tmp_path / "there" / "model.bin")
+    assert out.read_bytes() == src.read_bytes()
+
+
+def test_join_refuses_a_missing_or_altered_part_and_writes_nothing(tmp_path: Path) -> None:
+    src = tmp_path / "model.bin"
+    src.write_bytes(b"x" * 1000 + b"y" * 1000)
+    gpu_transfer.split(src, tmp_path / "xfer", 700)
+    manifest, dest = tmp_path / "xfer" / gpu_transfer.MANIFEST, tmp_path / "out.bin"
+    part = tmp_path / "xfer" / "model.bin.part1"
+    good = part.read_bytes()
+    part.write_bytes(b"z" + good[1:])  # same size, one byte changed
+    with pytest.raises(ValueError, match="part1 does not match"):
+        gpu_transfer.join(manifest, dest)
+    part.unlink()
+    with pytest.raises(ValueError, match="part1 is missing"):
+        gpu_transfer.join(manifest, dest)
+    assert not dest.exists()
+    assert gpu_transfer.main(["join", str(manifest), "--dest", str(dest)]) == 2
