@@ -343,11 +343,12 @@ def gamma_costs(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: s
 
 def best_gamma_against_batch(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str, alpha: float,
                              context: int, batch: ArrayLike, max_gamma: int = 16,
-                             kv: str = "bf16") -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+                             kv: str = "bf16", c: float | None = None) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """For each B: argmax over gamma in 0..max_gamma of E[N](alpha, gamma) / (gamma c(B) + v(gamma, B)).
 
     v grows with gamma once the linear layers are compute-bound, so the search re-prices every gamma;
-    gamma = 0 (do not speculate) scores exactly 1; ties go to the smaller gamma.
+    gamma = 0 (do not speculate) scores exactly 1; ties go to the smaller gamma. A given `c` (target steps per
+    draft pass) replaces the modelled draft, e.g. a launch-bound draft whose pass costs the same at any batch.
     """
     check_alpha(alpha)
     gmax = int(check_gamma(max_gamma, "max_gamma"))
@@ -356,10 +357,20 @@ def best_gamma_against_batch(target: DecoderShape, draft: DecoderShape, hw: Hard
     g = np.arange(gmax + 1).reshape((-1,) + (1,) * b.ndim)                       # (G, 1...)
     dec = step_time(target, hw, mode, b, 1, context, kv).total_s                  # (*B)
     ver = step_time(target, hw, mode, b[None], g + 1, context, kv).total_s       # (G, *B)
-    c = step_time(draft, hw, mode, b, 1, context, kv).total_s / dec               # (*B)
-    s = np.asarray(expected_tokens(alpha, g)) / (g * c[None] + ver / dec[None])  # (G, *B)
+    if c is None:
+        c_b = step_time(draft, hw, mode, b, 1, context, kv).total_s / dec         # (*B)
+    else:
+        c_b = np.full_like(dec, check_draft_pass(c))                              # (*B)
+    s = np.asarray(expected_tokens(alpha, g)) / (g * c_b[None] + ver / dec[None])  # (G, *B)
     best = np.argmax(s, axis=0)                                                   # first maximum: smaller gamma
     return best.astype(np.int64), np.take_along_axis(s, best[None], axis=0)[0]
+
+
+def check_draft_pass(c: float) -> float:
+    """A draft pass's cost in target decode steps: a finite number in [0, 10]."""
+    if not isinstance(c, (int, float, np.floating)) or not np.isfinite(c) or not 0.0 <= c <= 10.0:
+        raise ValueError(f"a draft pass's cost must be in [0, 10] target decode steps; got {c!r}")
+    return float(c)
 
 
 def best_gamma_for_shape(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str, alpha: float,

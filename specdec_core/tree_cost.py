@@ -64,13 +64,21 @@ class TreeCost:
 
 
 def tree_cost(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str,
-              context: int, batch: ArrayLike) -> TreeCost:
-    """c_tree, v, speedup and the serving rates of one tree, for every batch in `batch`."""
+              context: int, batch: ArrayLike, draft_pass: float | None = None) -> TreeCost:
+    """c_tree, v, speedup and the serving rates of one tree, for every batch in `batch`.
+
+    draft_pass (target decode steps) prices every draft pass the same, whatever its width and the batch: a
+    launch-bound draft (a separate small model at batch 1) rather than the roofline's; None keeps the model's.
+    """
     b = check_batch(batch)
     e_n = expected_accepted_length(tree, rates)
     decode = pass_time(target, hw, mode, b, 1, context)
     verify = pass_time(target, hw, mode, b, verify_tokens(tree), context)
-    drafts = sum((pass_time(draft, hw, mode, b, int(w), context) for w in draft_widths(tree)), np.zeros_like(decode))
+    if draft_pass is None:
+        drafts = sum((pass_time(draft, hw, mode, b, int(w), context) for w in draft_widths(tree)),
+                     np.zeros_like(decode))
+    else:                                          # one pass per depth, each draft_pass target steps
+        drafts = len(draft_widths(tree)) * steptime.check_draft_pass(draft_pass) * decode
     round_s = drafts + verify
     return TreeCost(
         batch=b, e_n=e_n, n_nodes=tree.n_nodes, decode_s=decode, draft_s=drafts, verify_s=verify,
@@ -80,10 +88,12 @@ def tree_cost(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: Decoder
 
 
 def best_chain_against_batch(a1: float, target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str,
-                             context: int, batch: ArrayLike, max_gamma: int = 16) -> tuple[NDArray, NDArray]:
+                             context: int, batch: ArrayLike, max_gamma: int = 16,
+                             draft_pass: float | None = None) -> tuple[NDArray, NDArray]:
     """(best gamma, its speedup) at each batch for a chain with acceptance a_1, v(gamma, B) re-priced per gamma;
-    gamma = 0 means switching speculation off (speedup exactly 1)."""
-    return steptime.best_gamma_against_batch(target, draft, hw, mode, a1, context, check_batch(batch), max_gamma)
+    gamma = 0 means switching speculation off (speedup exactly 1); draft_pass as in tree_cost."""
+    return steptime.best_gamma_against_batch(target, draft, hw, mode, a1, context, check_batch(batch), max_gamma,
+                                             c=draft_pass)
 
 
 def crossover_batch(first: NDArray[np.float64], second: NDArray[np.float64],
@@ -107,12 +117,14 @@ class TreeVsChain:
 
 
 def tree_vs_chain(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str,
-                  context: int, batch: ArrayLike) -> TreeVsChain:
-    """The tree against a chain of its budget and against the best chain (acceptance a_1, gamma re-chosen per B)."""
+                  context: int, batch: ArrayLike, draft_pass: float | None = None) -> TreeVsChain:
+    """The tree against a chain of its budget and against the best chain (acceptance a_1, gamma re-chosen per B);
+    draft_pass prices every draft pass of all three the same way (tree_cost)."""
     a = check_rates(rates)
-    t = tree_cost(tree, a, target, draft, hw, mode, context, batch)
-    c = tree_cost(chain(min(tree.n_nodes, MAX_DEPTH)), a, target, draft, hw, mode, context, batch)
-    gammas, best = best_chain_against_batch(float(a[0]), target, draft, hw, mode, context, t.batch)
+    t = tree_cost(tree, a, target, draft, hw, mode, context, batch, draft_pass)
+    c = tree_cost(chain(min(tree.n_nodes, MAX_DEPTH)), a, target, draft, hw, mode, context, batch, draft_pass)
+    gammas, best = best_chain_against_batch(float(a[0]), target, draft, hw, mode, context, t.batch,
+                                            draft_pass=draft_pass)
     off = np.flatnonzero(gammas == 0)
     return TreeVsChain(t, c, gammas, best, t.plain_tps * best, crossover_batch(t.speedup, best, t.batch),
                        float(t.batch[off[0]]) if off.size else None)

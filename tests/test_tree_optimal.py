@@ -92,3 +92,31 @@ def test_depth_limit_and_bad_budget() -> None:
     assert optimal_tree((0.5, 0.3), 0).n_nodes == 0
     with pytest.raises(ValueError, match="node budget"):
         optimal_tree((0.5,), 1000)
+
+
+def test_the_trees_win_rests_on_a_cheap_draft_pass() -> None:
+    """Page defaults (q sharper, V = 10, 25 nodes, Llama-3.1-8B + 1B on an H100, L = 256, B = 1): the modelled
+    draft gives 1.80x against the best chain's 1.45x; at 0.3 target steps per draft pass, 1.28x against 1.22x."""
+    from specdec_core import proof_cases as pc
+    from specdec_core import roofline as rl
+    from specdec_core import steptime as stp
+    from specdec_core import tree_cost as tc
+    from specdec_core.algebra import speedup
+    from specdec_core.multidraft import WOR
+
+    p, q = pc.preset_pair("q_sharper", 10, 0)
+    rates = tr.rank_rates(p, q, 4, WOR)
+    tree = tr.greedy_tree(rates, 25)
+    args = (stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"], "bf16", 256, [1])
+    model = tc.tree_vs_chain(tree, rates, *args)
+    assert float(model.tree.speedup[0]) == pytest.approx(1.80, abs=0.005)
+    assert float(model.best_speedup[0]) == pytest.approx(1.45, abs=0.005)
+    costly = tc.tree_vs_chain(tree, rates, *args, draft_pass=0.3)
+    depth = int(tree.depth.max())
+    by_hand = tr.expected_accepted_length(tree, rates) / (depth * 0.3 + float(costly.tree.v[0]))
+    assert float(costly.tree.speedup[0]) == pytest.approx(by_hand) == pytest.approx(1.28, abs=0.005)
+    v = stp.gamma_costs(*args[:5], 1, 16).v
+    chain_best = max(speedup(float(rates[0]), g, 0.3, float(v[g])) for g in range(1, 17))
+    assert float(costly.best_speedup[0]) == pytest.approx(chain_best) == pytest.approx(1.22, abs=0.005)
+    with pytest.raises(ValueError, match="draft pass"):
+        tc.tree_cost(tree, rates, *args, draft_pass=-1.0)
