@@ -120,3 +120,21 @@ def test_the_trees_win_rests_on_a_cheap_draft_pass() -> None:
     assert float(costly.best_speedup[0]) == pytest.approx(chain_best) == pytest.approx(1.22, abs=0.005)
     with pytest.raises(ValueError, match="draft pass"):
         tc.tree_cost(tree, rates, *args, draft_pass=-1.0)
+
+
+def test_depth_decay_is_positional_at_one_and_shrinks_deep_trees_more() -> None:
+    from specdec_core.tree_optimal import expected_length_with_depth_decay
+
+    rates = (0.6, 0.2, 0.1)
+    deep, wide = tr.chain(8), tr.branching_tree((3, 2))
+    for tree in (deep, wide):
+        assert expected_length_with_depth_decay(tree, rates, 1.0) == pytest.approx(
+            tr.expected_accepted_length(tree, rates), abs=1e-12)
+    # a chain by hand: 1 + sum_d prod_{i<=d} 0.6 x 0.8^(i-1)
+    want = 1 + sum(np.prod([0.6 * 0.8 ** i for i in range(d)]) for d in range(1, 9))
+    assert expected_length_with_depth_decay(deep, rates, 0.8) == pytest.approx(want, abs=1e-12)
+    loss = {name: 1 - expected_length_with_depth_decay(t, rates, 0.8) / tr.expected_accepted_length(t, rates)
+            for name, t in (("deep", deep), ("wide", wide))}
+    assert loss["deep"] > loss["wide"] > 0
+    with pytest.raises(ValueError, match="depth decay"):
+        expected_length_with_depth_decay(deep, rates, 1.5)
