@@ -24,6 +24,7 @@ from specdec_core.multidraft import (
 )
 from specdec_core.rejection import MAX_DRAWS
 from specdec_core.tree_cost import TreeVsChain, tree_vs_chain
+from ui import trees_assumptions as ta
 from ui import trees_figures as figs
 from ui.controls import bound_radio, bound_select, bound_text, slider_input
 from ui.safe_text import md
@@ -85,9 +86,10 @@ def typical_data(p: np.ndarray, q: np.ndarray, k: int, eps: float, delta: float,
 
 @st.cache_data(max_entries=32)
 def cost_data(tree: tr.Tree, rates: np.ndarray, target: str, draft: str, hw: str, mode: str,
-              context: int) -> TreeVsChain:
-    """The tree against the chains, under the step-time model, over the batch grid."""
-    return tree_vs_chain(tree, rates, stp.SHAPES[target], stp.SHAPES[draft], rl.HARDWARE[hw], mode, context, BATCH)
+              context: int, draft_pass: float | None) -> TreeVsChain:
+    """The tree against the chains, under the step-time model (draft passes at a fixed cost if given)."""
+    return tree_vs_chain(tree, rates, stp.SHAPES[target], stp.SHAPES[draft], rl.HARDWARE[hw], mode, context, BATCH,
+                         draft_pass)
 
 
 def refuse(exc: ValueError, what: str) -> None:
@@ -121,6 +123,7 @@ def multidraft_section(p: np.ndarray, q: np.ndarray, k: int) -> tuple[int, int]:
     cols[2].metric(f"acceptance, k = {k} without replacement", f"{d['wor'][k - 1]:.4f}")
     err = max(np.abs(d["law_iid"] - p).max(), np.abs(d["law_wor"] - p).max())
     cols[3].metric("max |emitted - p|, exact rules", f"{err:.1e}")
+    st.caption(ta.ot_caption(p, q, k, float(d["iid"][k - 1])))
     left, right = st.columns(2)
     ks = np.arange(1, K_PAGE + 1)
     left.plotly_chart(figs.acceptance_k_figure(ks, {"i.i.d. from q": d["iid"], "without replacement": d["wor"]}, k),
@@ -184,7 +187,8 @@ def typical_section(p: np.ndarray, q: np.ndarray, k: int, n: int, seed: int) -> 
         "- **The tail is cut.** A token with p(x) <= tau is never kept and, in the fallback, never drawn (at "
         "p < tau). Even a perfect draft, q = p, is biased: pick the case 'identical (q = p)'.\n"
         "- **Greedy is the exception.** At temperature 0, p is one-hot, H(p) = 0 and only the argmax clears "
-        "tau: argmax matching in a tree (Medusa-1, EAGLE greedy) is exact for greedy decoding, token for token.")
+        "tau: argmax matching in a tree (Medusa-1, EAGLE greedy) is exact for greedy decoding, token for token "
+        f"in exact arithmetic. {ta.LOSSLESS}")
 
 
 def tree_controls(p: np.ndarray, q: np.ndarray) -> tuple[tr.Tree, np.ndarray, str]:
@@ -201,12 +205,17 @@ def tree_controls(p: np.ndarray, q: np.ndarray) -> tuple[tr.Tree, np.ndarray, st
             else:
                 rates = tr.parse_rates(bound_text("a_1, a_2, ... (sum at most 1)", "rates", "0.6, 0.15, 0.06, 0.03"))
         with right:
-            shape = bound_radio("Tree shape", ["budget", "branching"], key="shape", default="budget",
-                                format_func={"budget": "node budget, placed greedily",
-                                             "branching": "branching per depth"}.get)
-            if shape == "budget":
+            shape = bound_radio("Tree shape", ["budget", "optimal", "branching"], key="shape", default="budget",
+                                format_func=ta.shape_label)
+            if shape in ("budget", "optimal"):
                 budget = slider_input("node budget N", "budget", 1, tr.MAX_NODES, 25, 1,
-                                      help="Each node goes to the open slot with the highest P(path kept).")
+                                      help="Greedy: each node goes to the open slot with the highest P(path kept), "
+                                           "one static tree for every context (EAGLE-2 re-ranks per context). "
+                                           "Optimal: a dynamic programme over depth, nodes and rank.")
+                if shape == "optimal":
+                    return ta.optimal_for(tuple(map(float, rates)), int(budget)), rates, f"best {budget}-node tree"
+                if note := ta.greedy_note(rates, int(budget)):
+                    st.caption(note)
                 return tr.greedy_tree(rates, int(budget)), rates, f"{budget} nodes placed greedily"
             text = bound_text("children per node at depth 1, 2, ...", "branching", "3, 2, 1")
             b = tr.parse_ints(text, "branching")
@@ -229,6 +238,7 @@ def tree_section(p: np.ndarray, q: np.ndarray) -> None:
                    help=f"the same budget, capped at {tr.MAX_DEPTH} (the deepest tree allowed)")
     cols[3].metric("tokens in the verify pass", f"{tr.verify_tokens(tree)}")
     st.latex(r"E[N]=1+\sum_{j\in\text{tree}}\ \prod_{i\in\text{path}(j)} a_{\mathrm{rank}(i)}")
+    ta.assumptions_panel(tree, rates)
     st.plotly_chart(figs.tree_figure(tree, tr.path_probabilities(tree, rates), f"The tree: {label}"), key="fig_tree")
     st.subheader("What the tree costs, and what it buys")
     c1, c2, c3 = st.columns(3)
@@ -241,8 +251,9 @@ def tree_section(p: np.ndarray, q: np.ndarray) -> None:
     with c3:
         context = int(bound_select("Context L (tokens)", CONTEXTS, key="ctx", default=CONTEXT_DEFAULT))
         batch = slider_input("batch B", "batch", 1, 1024, 1, 1)
+    draft_pass = ta.draft_pass_control()
     try:
-        r = cost_data(tree, rates, target, draft, hw, mode, context)
+        r = cost_data(tree, rates, target, draft, hw, mode, context, draft_pass)
     except ValueError as exc:
         refuse(exc, "Pick a precision this hardware supports and a context the models allow.")
     i = int(np.argmin(np.abs(BATCH - batch)))
@@ -253,7 +264,10 @@ def tree_section(p: np.ndarray, q: np.ndarray) -> None:
     cols[3].metric(f"speedup, chain of {gamma}", f"{r.chain.speedup[i]:.2f}x")
     cols[4].metric(f"best chain: gamma {int(r.best_gamma[i])}", f"{r.best_speedup[i]:.2f}x")
     st.caption(f"At B = {int(BATCH[i])}, {target} verified by a {draft} draft on {hw}, context {context:,}. "
-               "The step-time model of the roofline page prices every pass: speedup = E[N] / (c_tree + v).")
+               "The step-time model of the roofline page prices every pass: speedup = E[N] / (c_tree + v). "
+               + ta.draft_pass_caption(draft_pass, int(tree.depth.max()) if tree.n_nodes else 0))
+    if warn := ta.hbm_warning(target, draft, hw, mode, context, int(BATCH[i])):
+        st.warning(warn)
     curves = {"tree": r.tree.speedup, f"chain of {gamma}": r.chain.speedup, "best chain (gamma per B)": r.best_speedup}
     st.plotly_chart(figs.against_batch_figure(BATCH, curves, "Speedup against batch", "speedup (x)", BATCH[i]),
                     key="fig_speedup")

@@ -1,0 +1,106 @@
+"""The trees page's stated assumptions: positional acceptance and its depth decay, the optimal tree against the
+static greedy one, the draft's cost per pass, HBM capacity, and the optimal-transport bound for k drafts.
+
+Numbers come from specdec_core (trees, tree_optimal, coupling, steptime); this module lays them out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from specdec_core import roofline as rl
+from specdec_core import steptime as stp
+from specdec_core import trees as tr
+from specdec_core.coupling import MAX_VOCAB, optimal_acceptance
+from specdec_core.tree_optimal import expected_length_with_depth_decay, optimal_tree
+from ui.controls import bound_radio, slider_input
+
+MODELLED, FIXED = "modelled", "fixed"
+LOSSLESS = ("Exact means the emitted law is the target's, in exact arithmetic. In floating point a verify pass "
+            "sums in another order than a one-token step, so near-ties can flip: the guarantee is the "
+            "distribution, 'lossless up to the precision of hardware numerics', as vLLM's docs put it.")
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def optimal_for(rates: tuple[float, ...], budget: int) -> tr.Tree:
+    """The best tree of at most `budget` nodes for these rates (cached: the programme takes up to ~0.2 s)."""
+    return optimal_tree(np.asarray(rates), budget)
+
+
+def ot_bound(p: np.ndarray, q: np.ndarray, k: int) -> float | None:
+    """alpha*_k for k i.i.d. drafts, or None past the bound's vocabulary cap."""
+    return optimal_acceptance(p, q, k) if p.size <= MAX_VOCAB else None
+
+
+def ot_caption(p: np.ndarray, q: np.ndarray, k: int, iid_k: float) -> str:
+    """Words beside the multi-draft metrics: the best any exact verifier of k i.i.d. drafts accepts."""
+    best = ot_bound(p, q, k)
+    if best is None:
+        return f"The optimal-transport bound is computed for V up to {MAX_VOCAB}."
+    return (f"Exact is not optimal: the best any exact verifier of {k} i.i.d. drafts from q can accept is "
+            f"{best:.4f} (the optimal coupling, SpecTr, Sun et al. 2023), against {iid_k:.4f} for recursive "
+            "rejection. Drawing the candidates without replacement (Sequoia, Chen et al. 2024) changes what is "
+            "drafted, so it can beat that bound for i.i.d. drafts.")
+
+
+def assumptions_panel(tree: tr.Tree, rates: np.ndarray) -> None:
+    """Positional acceptance stated, and E[N] when deeper levels accept less."""
+    st.caption("Assumed: every rank-r child is kept with the same a_r at every depth and on every path "
+               "(Sequoia's positional acceptance). Real drafts drift from the target as they go deeper.")
+    decay = slider_input("deeper levels accept less: factor per level", "decay", 0.5, 1.0, 1.0, 0.05, "%.2f",
+                         help="a_r at depth d becomes a_r x factor^(d - 1); 1 is the positional model")
+    if float(decay) < 1.0:
+        full = tr.expected_accepted_length(tree, rates)
+        decayed = expected_length_with_depth_decay(tree, rates, float(decay))
+        st.metric(f"E[N] with acceptance x {float(decay):.2f} per level", f"{decayed:.3f}",
+                  f"{decayed - full:+.3f} against the positional model", delta_color="off")
+
+
+def draft_pass_control() -> float | None:
+    """None: the step-time model prices each draft pass; else every pass costs this many target decode steps."""
+    how = bound_radio("Draft pass cost", [MODELLED, FIXED], key="dcost", default=MODELLED,
+                      format_func={MODELLED: "modelled (the draft's shape on this hardware)",
+                                   FIXED: "fixed per pass (launch-bound: a separate small model)"}.get)
+    if how == MODELLED:
+        return None
+    return float(slider_input("one draft pass, in target decode steps", "dpass", 0.0, 1.0, 0.3, 0.01, "%.2f"))
+
+
+def draft_pass_caption(draft_pass: float | None, depth: int) -> str:
+    """Why a tree's win rests on a cheap draft pass."""
+    if draft_pass is None:
+        return ("A tree of depth d costs d draft passes per round. Trees pay with heads whose passes are nearly "
+                "free (EAGLE, Medusa); with a separate draft model, try a fixed cost per pass.")
+    return (f"Each of the tree's {depth} draft passes costs {draft_pass:.2f} target steps: "
+            f"{depth * draft_pass:.2f} per round before verification.")
+
+
+def hbm_warning(target: str, draft: str, hw: str, mode: str, context: int, batch: int) -> str | None:
+    """A warning where target + draft weights and KV outgrow one device's memory on the batch axis, else None."""
+    lim = stp.max_batch_in_memory(rl.HARDWARE[hw], stp.SHAPES[target], stp.SHAPES[draft], mode, context)
+    if lim is None or lim >= 1024:
+        return None
+    if lim < 1:
+        return (f"The weights alone exceed {hw}'s {rl.HARDWARE[hw].memory_gb:g} GB: these curves are one device's "
+                "roofline for a pair that needs several.")
+    here = f" B = {batch} does not fit." if batch > lim else ""
+    return (f"One {hw} holds target, draft and their KV at context {context:,} only up to about B = {lim:.0f}; "
+            f"past it the curves are hypothetical.{here}")
+
+
+def shape_label(shape: str) -> str:
+    """The tree-shape radio's words."""
+    return {"budget": "node budget, static greedy", "optimal": "node budget, optimal (any rates)",
+            "branching": "branching per depth"}[shape]
+
+
+def greedy_note(rates: np.ndarray, budget: int) -> str | None:
+    """When the static greedy tree is not the best of its size, how far it falls short; None where it is optimal."""
+    g = tr.expected_accepted_length(tr.greedy_tree(rates, budget), rates)
+    o = tr.expected_accepted_length(optimal_for(tuple(float(a) for a in rates), budget), rates)
+    if o - g <= 1e-9:
+        return None
+    return (f"The greedy tree gives E[N] = {g:.3f}; the best tree of {budget} nodes gives {o:.3f}. Greedy is "
+            "optimal only when acceptance does not rise with rank, because a rank-r child needs ranks 1..r-1 "
+            "beside it.")
