@@ -14,6 +14,7 @@ from specdec_core import roofline as rl
 from specdec_core import steptime as stp
 from specdec_core.algebra import speedup
 from specdec_core.measured_steps import FITS, measured_curve
+from ui.controls import bound_radio
 from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure
 
 FIT_NAME = "vLLM, H100, Llama-3.1-8B + EAGLE"
@@ -60,6 +61,13 @@ def measured_section(gamma: int, alpha: float, context: int) -> None:
     """The measured mode: figure, a four-batch table and where the model and the engine part."""
     fit = FITS[FIT_NAME]
     st.subheader("Measured mode: the roofline against a real engine")
+    shown = bound_radio("Step times", ["model", "measured"], key="steps", default="model",
+                        format_func={"model": "roofline model only",
+                                     "measured": "beside a measured engine (vLLM, H100)"}.get)
+    if shown == "model":
+        st.caption("The model above has no fixed cost per step and perfect overlap. Choose the measured engine to "
+                   "see how far a real one is from it (SpecDecode-Bench's fit of vLLM on an H100).")
+        return
     try:
         data = comparison(int(gamma), float(alpha), int(context))
     except ValueError as exc:

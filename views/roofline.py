@@ -12,6 +12,7 @@ from specdec_core import steptime as stp
 from ui import roofline_figures as rf
 from ui.controls import bound_select, slider_input
 from ui.live.pairs import device_queue
+from ui.roofline_measured import measured_section
 from ui.steptime_controls import (
     algebra_link,
     hw_from_key,
@@ -110,7 +111,8 @@ def steptime_section(hw: rl.Hardware, hw_key: tuple, mode: str, kv: str, gamma: 
         "read their weights once per pass (the input embedding table is a gather, not a matmul) and do 2 FLOPs "
         "per weight per token; attention reads **each sequence's whole KV cache** and does QK^T and PV at the KV "
         "cache's precision; activations are read and written. The draft runs on the same device in the same "
-        "precision. Then c(B) = draft step / target step and v(gamma, B) = verify pass / target step."
+        "precision. Then c(B) = draft step / target step and v(gamma, B) = verify pass / target step. The "
+        "measured mode at the end of this section sets these numbers beside a real engine's."
     )
     c1, c2 = st.columns(2)
     with c1:
@@ -180,6 +182,7 @@ def steptime_section(hw: rl.Hardware, hw_key: tuple, mode: str, kv: str, gamma: 
     st.caption("The best gamma falls as the batch grows: once the linear layers are compute-bound, every drafted "
                "token is another token through the target, so v(gamma) climbs by about one decode step's worth of "
                "linear-layer compute per token. Gamma = 0 means plain decoding (1x).")
+    measured_section(gamma, alpha, int(ctx))  # off by default: a radio opens it
 
 
 def probe_section() -> None:
