@@ -184,8 +184,11 @@ def parse_prometheus(
     if empty_ok and totals.get(_DRAFTS, 0) == 0 and not any(per_pos.values()):
         return SpecDecodeCounts(0, int(totals.get(_DRAFT_TOKENS, 0)), int(totals.get(_ACCEPTED, 0)), (),
                                 source="prometheus")
-    missing = [n + "_total" for n in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED) if n not in totals]
-    missing += [] if per_pos else [_PER_POS + "_total"]
+    if totals.get(_DRAFTS) == 0:
+        raise ValueError("The server has not drafted anything yet (num_drafts is 0): send it some requests first.")
+    own = _engine_prefix(engine)
+    missing = [own + n[len("vllm:"):] + "_total" for n in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED) if n not in totals]
+    missing += [] if per_pos else [own + _PER_POS[len("vllm:"):] + "_total"]
     if missing:
         raise ValueError(f"The scrape lacks {', '.join(missing)}: all four spec-decode counters are needed.")
     if sorted(per_pos) != list(range(len(per_pos))) or len({frozenset(p) for p in engines.values()}) != 1:
