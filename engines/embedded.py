@@ -67,6 +67,25 @@ class Mode:
                           f"--spec-draft-p-min 0 --spec-draft-threads {self.threads} --spec-draft-sampling {self.rule}"
         return base
 
+    def vllm_config(self, draft: str = "HuggingFaceTB/SmolLM2-135M-Instruct") -> dict[str, object] | None:
+        """vLLM's ``--speculative-config`` for the same draft length (None without speculation)."""
+        if self.kind == "ngram":
+            return {"method": "ngram", "num_speculative_tokens": self.gamma,
+                    "prompt_lookup_max": NGRAM_N, "prompt_lookup_min": NGRAM_N}
+        if self.kind == "self":
+            return {"method": "draft_model", "model": draft, "num_speculative_tokens": self.gamma}
+        return None
+
+    def sglang_flags(self, draft: str = "HuggingFaceTB/SmolLM2-135M-Instruct") -> str:
+        """SGLang's server flags for the same draft length (a chain: top-k 1, gamma steps, gamma + 1 verified)."""
+        if self.kind == "ngram":
+            return f"--speculative-algorithm NGRAM --speculative-num-draft-tokens {self.gamma + 1}"
+        if self.kind == "self":
+            return (f"--speculative-algorithm STANDALONE --speculative-draft-model-path {draft} "
+                    f"--speculative-num-steps {self.gamma} --speculative-eagle-topk 1 "
+                    f"--speculative-num-draft-tokens {self.gamma + 1}")
+        return ""
+
     def as_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "gamma": self.gamma, "rule": self.rule, "threads": self.threads}
 
