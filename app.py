@@ -23,6 +23,7 @@ PAGES = [
     st.Page("views/proof.py", title="Proof", icon=":material/verified:", url_path="proof"),
     st.Page("views/trees.py", title="Trees and multi-draft", icon=":material/account_tree:", url_path="trees"),
     st.Page("views/live.py", title="Live decoding", icon=":material/play_circle:", url_path="live"),
+    st.Page("views/engines.py", title="Engines", icon=":material/dns:", url_path="engines"),
     st.Page("views/interview.py", title="Interview prep", icon=":material/record_voice_over:", url_path="interview"),
 ]
 

@@ -18,6 +18,11 @@ as reaching position j, so it is a lower bound on the conditional rate there; E[
 A log line prints rates, not counts: it is kept as printed (mean length to 2 decimals, r_j to 3), with
 num_drafts and accepted_per_position None; ``rounding`` says how far r_j may be from the true value.
 Parsing text (the log line, a Prometheus scrape) lives in specdec_core.vllm_metrics.
+
+The same counts describe every engine the app reads: llama.cpp's server counts exactly vLLM's four counters
+(``llamacpp:spec_decode_*``, position labels 0-based), TensorRT-LLM's iteration stats give the three totals but no
+per-position counts (a totals-only SpecDecodeCounts: E[N] and the acceptance rate, no alpha_j), and counters
+scraped before and after a workload are differenced with ``difference``.
 """
 
 from __future__ import annotations
@@ -60,7 +65,8 @@ class SpecDecodeCounts:
     """What vLLM reports over one interval; construction checks that the numbers are consistent (ValueError).
 
     From counts (a scrape or the app's rounds) num_drafts and accepted_per_position are set; from a log line
-    they are None and logged_mean_length / logged_position_rates hold the printed, rounded values.
+    they are None and logged_mean_length / logged_position_rates hold the printed, rounded values; totals only
+    (TensorRT-LLM) sets num_drafts with neither, and then gamma is 0 and there are no alpha_j.
     """
 
     num_drafts: int | None
@@ -76,12 +82,22 @@ class SpecDecodeCounts:
         accepted = whole_count(self.num_accepted_tokens, "Accepted tokens (num_accepted_tokens)")
         if accepted > drafted:
             raise ValueError(f"More tokens accepted ({accepted}) than drafted ({drafted}): impossible.")
-        if (self.accepted_per_position is None) == (self.logged_position_rates is None):
-            raise ValueError("Give per-position counts (with num_drafts) or a log line's rates: exactly one.")
+        if self.accepted_per_position is not None and self.logged_position_rates is not None:
+            raise ValueError("Give per-position counts (with num_drafts) or a log line's rates: not both.")
         if self.accepted_per_position is not None:
             self._check_counts(drafted, accepted)
-        else:
+        elif self.logged_position_rates is not None:
             self._check_logged(drafted, accepted)
+        else:
+            self._check_totals(drafted, accepted)
+
+    def _check_totals(self, drafted: int, accepted: int) -> None:
+        """Totals only: accepted <= drafted (checked above) and drafts <= drafted (each draft proposes a token)."""
+        if self.num_drafts is None or self.logged_mean_length is not None:
+            raise ValueError("Totals without per-position counts need num_drafts (and no logged mean length).")
+        drafts = whole_count(self.num_drafts, "Drafts (num_drafts)")
+        if drafts > drafted:
+            raise ValueError(f"{drafts} drafts but only {drafted} drafted tokens: each draft proposes at least one.")
 
     def _check_counts(self, drafted: int, accepted: int) -> None:
         """sum_j accepted_j = accepted, accepted_j non-increasing, accepted_1 <= drafts <= drafted <= gamma drafts."""
@@ -140,12 +156,14 @@ class SpecDecodeCounts:
     @property
     def gamma(self) -> int:
         """The number of draft positions vLLM reports (its num_speculative_tokens)."""
-        return len(self.accepted_per_position if self.accepted_per_position is not None else self.logged_position_rates)
+        if self.accepted_per_position is not None:
+            return len(self.accepted_per_position)
+        return len(self.logged_position_rates) if self.logged_position_rates is not None else 0
 
     @property
     def rounding(self) -> float:
         """Half-width of the rounding on per_position_rates: 0 from counts, 0.0005 from a log line."""
-        return 0.0 if self.accepted_per_position is not None else LOG_RATE_ROUNDING
+        return LOG_RATE_ROUNDING if self.logged_position_rates is not None else 0.0
 
     def acceptance_rate(self) -> float:
         """num_accepted_tokens / num_draft_tokens (exact in both sources); NaN when nothing was drafted."""
@@ -161,11 +179,15 @@ class SpecDecodeCounts:
         """r_j = accepted at position j / num_drafts, j = 1..gamma (unconditional; the log line's printed values)."""
         if self.logged_position_rates is not None:
             return np.asarray(self.logged_position_rates, dtype=np.float64)
+        if self.accepted_per_position is None:
+            return np.zeros(0)
         per = np.asarray(self.accepted_per_position, dtype=np.float64)
         return per / self.num_drafts if self.num_drafts else np.full(per.size, math.nan)
 
     def conditional_alphas(self) -> NDArray[np.float64]:
         """alpha_j = r_j / r_(j-1), r_0 = 1 (ratios of counts when counts exist); NaN where r_(j-1) = 0."""
+        if self.accepted_per_position is None and self.logged_position_rates is None:
+            return np.zeros(0)
         if self.accepted_per_position is not None:
             num = np.asarray(self.accepted_per_position, dtype=np.float64)
             den = np.concatenate([[self.num_drafts or 0], num[:-1]]).astype(np.float64)
@@ -254,3 +276,26 @@ def rates_from_alphas(alphas: ArrayLike) -> VllmRates:
     """
     r = np.cumprod(check_alphas(alphas))
     return VllmRates(float(r.sum() / r.size) if r.size else math.nan, float(1.0 + r.sum()), tuple(float(x) for x in r))
+
+
+def difference(after: SpecDecodeCounts, before: SpecDecodeCounts) -> SpecDecodeCounts:
+    """Counters over an interval: after - before, per counter and position; ValueError if any went backwards.
+
+    A counter that decreased means the server restarted between the scrapes; the interval's counts are then unknown.
+    """
+    if after.num_drafts is None or before.num_drafts is None or after.logged_position_rates is not None:
+        raise ValueError("Only counters (a scrape) can be differenced, not a log line's rates.")
+    a_per, b_per = after.accepted_per_position or (), before.accepted_per_position or ()
+    if (after.accepted_per_position is None) != (before.accepted_per_position is None) or (
+        b_per and len(a_per) != len(b_per)
+    ):
+        raise ValueError(f"The two scrapes have different draft positions ({len(b_per)} then {len(a_per)}).")
+    pairs = [(after.num_drafts, before.num_drafts), (after.num_draft_tokens, before.num_draft_tokens),
+             (after.num_accepted_tokens, before.num_accepted_tokens), *zip(a_per, b_per)]
+    if any(x < y for x, y in pairs):
+        raise ValueError("A counter went down between the two scrapes: the server restarted; run the workload again.")
+    per = None if after.accepted_per_position is None else tuple(x - y for x, y in zip(a_per, b_per))
+    if per is not None and not b_per:
+        per = tuple(a_per)
+    return SpecDecodeCounts(after.num_drafts - before.num_drafts, after.num_draft_tokens - before.num_draft_tokens,
+                            after.num_accepted_tokens - before.num_accepted_tokens, per, source=after.source)

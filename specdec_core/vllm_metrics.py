@@ -1,4 +1,5 @@
-"""vLLM's speculative-decoding metrics in: its periodic log line or a Prometheus scrape -> SpecDecodeCounts.
+"""Engines' speculative-decoding metrics in: vLLM's log line or scrape, llama.cpp's scrape and per-response timings,
+SGLang's gauges and TensorRT-LLM's iteration stats -> SpecDecodeCounts (SGLang: its two interval averages).
 
 Public API: parse(text, model_name=None) -> SpecDecodeCounts, with .acceptance_rate(), .mean_acceptance_length(),
 .per_position_rates() (unconditional) and .conditional_alphas(); counts_from_rounds and rates_from_alphas turn the
@@ -14,12 +15,25 @@ Inputs, in vLLM's formats (vllm/v1/spec_decode/metrics.py):
   ``model_name`` (engines, data-parallel ranks, scrape targets) are summed, which pools their counts exactly;
   a scrape with several model names needs ``model_name=`` (``model_names(text)`` lists them), because pooling
   two drafts' counts describes neither.
+- llama.cpp's server (tools/server: server_context's metrics) exports the same four counters under
+  ``llamacpp:spec_decode_num_*_total`` (per position 0-based, no model_name label): ``parse_prometheus(text,
+  engine="llamacpp")``; each completion's ``timings`` carries ``draft_n`` and ``draft_n_accepted`` for that request.
+- SGLang (srt/metrics/collector.py) exports gauges, not counters: ``sglang:spec_accept_length`` (mean accepted
+  length over the last logging interval, bonus token included: E[N]) and ``sglang:spec_accept_rate`` (accepted /
+  drafted in that interval). Averages of an unknown number of drafts cannot be differenced or pooled:
+  ``parse_sglang`` returns them as VllmRates with no per-position rates.
+- TensorRT-LLM's ``trtllm-serve`` answers ``/metrics`` with JSON: a list of iteration stats, each with
+  ``specDecodingStats`` {numDraftTokens, numAcceptedTokens, numRequestsWithDraftTokens, acceptanceLength, ...}
+  for the iterations since the previous call. Summed over iterations they are the three totals (no per-position
+  counts): ``parse_trtllm``.
 Inconsistent numbers (rates that increase, counts that do not add up, accepted > drafted, NaN, negatives)
 raise ValueError with a message meant for the user; so does anything unreadable.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 
 from specdec_core.vllm_counts import (
@@ -33,12 +47,13 @@ from specdec_core.vllm_counts import (
 )
 
 __all__ = ["SpecDecodeCounts", "VllmRates", "counts_from_rounds", "model_names", "parse", "parse_log_line",
-           "parse_prometheus", "rates_from_alphas"]
+           "parse_llamacpp_timings", "parse_prometheus", "parse_sglang", "parse_trtllm", "rates_from_alphas"]
 
 _PREFIX = "vllm:spec_decode_num_"
-_DRAFTS, _DRAFT_TOKENS, _ACCEPTED, _PER_POS = (
-    _PREFIX + s for s in ("drafts", "draft_tokens", "accepted_tokens", "accepted_tokens_per_pos")
-)
+_COUNTERS = ("drafts", "draft_tokens", "accepted_tokens", "accepted_tokens_per_pos")
+_DRAFTS, _DRAFT_TOKENS, _ACCEPTED, _PER_POS = (_PREFIX + s for s in _COUNTERS)
+PREFIXES = {"vllm": "vllm:", "llamacpp": "llamacpp:"}   # engines exporting vLLM's four counters, by name prefix
+MAX_TEXT = 4_000_000    # characters: a scrape past this is not a metrics page (bounded parsing)
 _LOG_MARK = "SpecDecoding metrics:"
 _NUM = r"[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
 _LOG_FIELDS = {
@@ -94,17 +109,28 @@ def _families(text: str) -> list:
         raise ValueError(f"Could not read the text as a Prometheus scrape: {exc}") from exc
 
 
-def _spec_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
-    """(counter name without _total, labels, value) for every vllm:spec_decode_num_* counter sample."""
+def _engine_prefix(engine: str) -> str:
+    """The metric-name prefix of an engine that exports vLLM's counters; ValueError for any other engine."""
+    if engine not in PREFIXES:
+        raise ValueError(f"Unknown engine {engine!r}: counters are read for {sorted(PREFIXES)}.")
+    return PREFIXES[engine]
+
+
+def _spec_samples(text: str, engine: str = "vllm", empty_ok: bool = False) -> list[tuple[str, dict[str, str], float]]:
+    """(counter name without _total and engine prefix, as vLLM's, labels, value) for every spec-decode counter."""
+    prefix = _engine_prefix(engine)
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"The metrics text is {len(text):,} characters, more than {MAX_TEXT:,}: not a metrics page.")
     out = []
     for family in _families(text):
         for s in family.samples:
             name = s.name[: -len("_total")] if s.name.endswith("_total") else s.name
-            if name in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED, _PER_POS):
-                out.append((name, dict(s.labels), float(s.value)))
-    if not out:
+            as_vllm = "vllm:" + name[len(prefix):] if name.startswith(prefix) else ""
+            if as_vllm in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED, _PER_POS):
+                out.append((as_vllm, dict(s.labels), float(s.value)))
+    if not out and not empty_ok:
         raise ValueError(
-            "No vllm:spec_decode_num_* counters in that text. Is speculative decoding enabled on the server, "
+            f"No {prefix}spec_decode_num_* counters in that text. Is speculative decoding enabled on the server, "
             "and is this the output of its /metrics endpoint?"
         )
     return out
@@ -117,12 +143,18 @@ def model_names(text: str) -> list[str]:
     return sorted({labels.get("model_name", "") for _, labels, _ in _spec_samples(text)})
 
 
-def parse_prometheus(text: str, model_name: str | None = None) -> SpecDecodeCounts:
+def parse_prometheus(
+    text: str, model_name: str | None = None, engine: str = "vllm", empty_ok: bool = False
+) -> SpecDecodeCounts:
     """A Prometheus scrape -> SpecDecodeCounts, summed over engines (and any label but model_name).
 
-    With several model_name values, model_name must name one of them.
+    With several model_name values, model_name must name one of them. engine picks the name prefix (vLLM's
+    counters under "vllm:" or llama.cpp's "llamacpp:"); empty_ok: a server that has not drafted yet (no
+    counters, or num_drafts 0) gives zero counts instead of an error: the "before" of a differenced interval.
     """
-    samples = _spec_samples(text)
+    samples = _spec_samples(text, engine, empty_ok)
+    if not samples:
+        return SpecDecodeCounts(0, 0, 0, (), source="prometheus")
     models = sorted({labels.get("model_name", "") for _, labels, _ in samples})
     if model_name is not None:
         if model_name not in models:
@@ -149,8 +181,14 @@ def parse_prometheus(text: str, model_name: str | None = None) -> SpecDecodeCoun
             engines.setdefault(rest, set()).add(pos)
         else:
             totals[name] = totals.get(name, 0) + value
-    missing = [n + "_total" for n in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED) if n not in totals]
-    missing += [] if per_pos else [_PER_POS + "_total"]
+    if empty_ok and totals.get(_DRAFTS, 0) == 0 and not any(per_pos.values()):
+        return SpecDecodeCounts(0, int(totals.get(_DRAFT_TOKENS, 0)), int(totals.get(_ACCEPTED, 0)), (),
+                                source="prometheus")
+    if totals.get(_DRAFTS) == 0:
+        raise ValueError("The server has not drafted anything yet (num_drafts is 0): send it some requests first.")
+    own = _engine_prefix(engine)
+    missing = [own + n[len("vllm:"):] + "_total" for n in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED) if n not in totals]
+    missing += [] if per_pos else [own + _PER_POS[len("vllm:"):] + "_total"]
     if missing:
         raise ValueError(f"The scrape lacks {', '.join(missing)}: all four spec-decode counters are needed.")
     if sorted(per_pos) != list(range(len(per_pos))) or len({frozenset(p) for p in engines.values()}) != 1:
@@ -178,3 +216,85 @@ def parse(text: str, model_name: str | None = None) -> SpecDecodeCounts:
     raise ValueError(
         f"Neither a '{_LOG_MARK}' log line nor vllm:spec_decode_* Prometheus counters were found in the text."
     )
+
+
+def parse_llamacpp_timings(response: object) -> tuple[int, int]:
+    """One llama.cpp completion's ``timings`` -> (draft_n, draft_n_accepted); (0, 0) when the request drafted nothing.
+
+    The server adds both keys only when the request drafted; accepted > drafted or a non-count is a ValueError.
+    """
+    timings = response.get("timings") if isinstance(response, dict) else None
+    if not isinstance(timings, dict):
+        raise ValueError("The response has no 'timings' object: not a llama.cpp server completion.")
+    drafted = whole_count(timings.get("draft_n", 0), "timings.draft_n")
+    accepted = whole_count(timings.get("draft_n_accepted", 0), "timings.draft_n_accepted")
+    if accepted > drafted:
+        raise ValueError(f"timings: {accepted} draft tokens accepted of {drafted} drafted: impossible.")
+    return drafted, accepted
+
+
+_SGLANG = ("sglang:spec_accept_length", "sglang:spec_accept_rate")
+
+
+def parse_sglang(text: str, model_name: str | None = None) -> VllmRates:
+    """SGLang's two gauges -> VllmRates(acceptance rate, mean acceptance length E[N], ()): the last interval's
+    averages (no counts, so no per-position rates and no differencing). The rate is NaN when only the length is
+    exported (older SGLang); a length < 1, a rate outside [0, 1] or several models without model_name: ValueError.
+    """
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"The metrics text is {len(text):,} characters, more than {MAX_TEXT:,}: not a metrics page.")
+    found: dict[str, dict[str, float]] = {}
+    for family in _families(text):
+        for s in family.samples:
+            if s.name in _SGLANG:
+                found.setdefault(s.labels.get("model_name", ""), {})[s.name] = float(s.value)
+    if not found:
+        raise ValueError("No sglang:spec_accept_length gauge: is speculative decoding enabled on that SGLang server?")
+    if model_name is None and len(found) > 1:
+        raise ValueError(f"The scrape holds {len(found)} models {sorted(found)}: choose one; their drafts differ.")
+    g = found.get(model_name if model_name is not None else next(iter(found)))
+    if g is None or _SGLANG[0] not in g:
+        raise ValueError(f"No sglang:spec_accept_length for model {model_name!r}; the scrape has {sorted(found)}.")
+    length, rate = g[_SGLANG[0]], g.get(_SGLANG[1], math.nan)
+    if not (math.isfinite(length) and length >= 1.0):
+        raise ValueError(f"sglang:spec_accept_length is {length:g}: a mean acceptance length is at least 1.")
+    if not math.isnan(rate) and not 0.0 <= rate <= 1.0:
+        raise ValueError(f"sglang:spec_accept_rate is {rate:g}: an acceptance rate lies in [0, 1].")
+    return VllmRates(rate, length, ())
+
+
+def _trtllm_stats(text: str) -> list[dict]:
+    """The JSON list of iteration stats (a list of objects, or a list of JSON strings), ValueError otherwise."""
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"The metrics text is {len(text):,} characters, more than {MAX_TEXT:,}: not a metrics page.")
+    try:
+        raw = json.loads(text)
+        stats = [json.loads(x) if isinstance(x, str) else x for x in raw] if isinstance(raw, list) else None
+    except (json.JSONDecodeError, TypeError, RecursionError) as exc:
+        raise ValueError(f"Could not read TensorRT-LLM's /metrics as JSON: {exc}") from None
+    if stats is None or not all(isinstance(x, dict) for x in stats):
+        raise ValueError("TensorRT-LLM's /metrics is a JSON list of iteration stats; this is something else.")
+    return stats
+
+
+def parse_trtllm(text: str) -> SpecDecodeCounts:
+    """TensorRT-LLM iteration stats -> totals-only SpecDecodeCounts: sums of numRequestsWithDraftTokens (drafts),
+    numDraftTokens and numAcceptedTokens over the iterations; [] (no iteration since the last call) is zero counts.
+    Each iteration's acceptanceLength must equal 1 + accepted / requests (within 1e-6) where it drafted.
+    """
+    drafts = drafted = accepted = 0
+    for i, it in enumerate(_trtllm_stats(text)):
+        spec = it.get("specDecodingStats")
+        if spec is None:
+            continue
+        if not isinstance(spec, dict):
+            raise ValueError(f"Iteration {i}: specDecodingStats is not an object.")
+        n_req = whole_count(spec.get("numRequestsWithDraftTokens", 0), "numRequestsWithDraftTokens")
+        n_dft = whole_count(spec.get("numDraftTokens", 0), "numDraftTokens")
+        n_acc = whole_count(spec.get("numAcceptedTokens", 0), "numAcceptedTokens")
+        length = spec.get("acceptanceLength")
+        if n_req and isinstance(length, (int, float)) and abs(length - (1 + n_acc / n_req)) > 1e-6:
+            raise ValueError(f"Iteration {i}: acceptanceLength {length:g} is not 1 + {n_acc}/{n_req}; the stats "
+                             "do not add up.")
+        drafts, drafted, accepted = drafts + n_req, drafted + n_dft, accepted + n_acc
+    return SpecDecodeCounts(drafts, drafted, accepted, None, source="trtllm")

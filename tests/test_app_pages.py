@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 PAGES = ["views/home.py", "views/algebra.py", "views/roofline.py", "views/proof.py", "views/trees.py",
-         "views/live.py", "views/interview.py"]
+         "views/live.py", "views/engines.py", "views/interview.py"]
 
 
 def test_navigation_lists_every_page():
@@ -46,4 +46,4 @@ def test_home_links_every_page(app_test):
     nav = set(re.findall(r'url_path="(\w+)"', (Path(__file__).resolve().parents[1] / "app.py").read_text()))
     at = app_test()
     links = {pl.proto.page for pl in at.get("page_link")}
-    assert links == nav - {"home", "index"} and len(links) == 6, (links, nav)
+    assert links == nav - {"home", "index"} and len(links) == 7, (links, nav)

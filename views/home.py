@@ -62,6 +62,8 @@ def render() -> None:
     st.page_link("views/trees.py", label="Trees and multi-draft: beyond one chain, and which rules stay exact",
                  icon=":material/account_tree:")
     st.page_link("views/live.py", label="Live decoding: a real draft and target", icon=":material/play_circle:")
+    st.page_link("views/engines.py", label="Engines: llama.cpp's own counters, read with the algebra",
+                 icon=":material/dns:")
     st.page_link(
         "views/interview.py",
         label="Interview prep: drills and the 30-second answer",

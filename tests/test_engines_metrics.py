@@ -1,0 +1,186 @@
+"""Each engine's spec-decode metrics, in its own format, read into the one SpecDecodeCounts; bad input refused.
+
+Formats, from each engine's source: llama.cpp's server writes its Prometheus text by hand (HELP, TYPE, one sample per
+line, no model label, per-position counters labelled position="0".."gamma-1"); SGLang's collector exports two
+prometheus_client gauges with a model_name label; trtllm-serve's /metrics answers a JSON list of iteration stats.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+from specdec_core import vllm_metrics as vm
+from specdec_core.vllm_counts import SpecDecodeCounts, difference
+
+
+def llamacpp_scrape(drafts: int, drafted: int, accepted: int, per_pos: list[int], predicted: int = 100) -> str:
+    """The /metrics text as llama.cpp's server writes it (metric order, HELP and TYPE lines, _total names)."""
+    lines = []
+
+    def metric(name: str, kind: str, samples: list[tuple[str, float]]) -> None:
+        lines.extend([f"# HELP llamacpp:{name} {name}", f"# TYPE llamacpp:{name} {kind}"])
+        lines.extend(f"llamacpp:{name}{labels} {value:g}" for labels, value in samples)
+
+    metric("tokens_predicted_total", "counter", [("", predicted)])
+    metric("n_decode_total", "counter", [("", 40)])
+    metric("spec_decode_num_draft_tokens_total", "counter", [("", drafted)])
+    metric("spec_decode_num_accepted_tokens_total", "counter", [("", accepted)])
+    metric("spec_decode_num_drafts_total", "counter", [("", drafts)])
+    metric("predicted_tokens_seconds", "gauge", [("", 25.5)])
+    metric("spec_decode_num_accepted_tokens_per_pos_total", "counter",
+           [(f'{{position="{j}"}}', x) for j, x in enumerate(per_pos)])
+    return "\n".join(lines) + "\n"
+
+
+def sglang_scrape(models: dict[str, tuple[float, float | None]]) -> str:
+    """SGLang's two gauges (collector.py: spec_accept_length, spec_accept_rate) per model_name."""
+    reg = CollectorRegistry()
+    length = Gauge("sglang:spec_accept_length", "The average acceptance length", ["model_name"], registry=reg)
+    rate = Gauge("sglang:spec_accept_rate", "The average acceptance rate", ["model_name"], registry=reg)
+    for name, (ln, rt) in models.items():
+        length.labels(model_name=name).set(ln)
+        if rt is not None:
+            rate.labels(model_name=name).set(rt)
+    return generate_latest(reg).decode()
+
+
+def trtllm_stats(iterations: list[tuple[int, int, int]], as_strings: bool = False) -> str:
+    """trtllm-serve's /metrics: iteration stats with specDecodingStats (requests, drafted, accepted) each."""
+    out = []
+    for i, (req, dft, acc) in enumerate(iterations):
+        it = {"iter": i, "iterLatencyMS": 12.5, "numActiveRequests": req,
+              "specDecodingStats": {"numDraftTokens": dft, "numAcceptedTokens": acc, "numRequestsWithDraftTokens": req,
+                                    "acceptanceLength": 1.0 + acc / req if req else 0.0, "iterLatencyMS": 3.0,
+                                    "draftOverhead": 0.2}}
+        out.append(json.dumps(it) if as_strings else it)
+    return json.dumps(out)
+
+
+# ------------------------------------------------------------------------------------------------ llama.cpp --
+def test_llamacpp_scrape_reads_as_vllms_counts_by_hand():
+    """10 drafts of 3: 6 with >=1 accepted, 4 with >=2, 1 with 3 -> accepted 11; E[N] = 2.1; alpha = .6, 4/6, 1/4."""
+    c = vm.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]), engine="llamacpp")
+    assert (c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens, c.accepted_per_position) == (10, 30, 11, (6, 4, 1))
+    assert c.mean_acceptance_length() == pytest.approx(2.1)
+    assert c.conditional_alphas() == pytest.approx([0.6, 4 / 6, 0.25])
+    assert 1 + c.per_position_rates().sum() == pytest.approx(c.mean_acceptance_length())
+
+
+def test_llamacpp_scrape_is_not_read_as_vllm_and_back():
+    """The prefix matters: a llama.cpp scrape has no vllm: counters, and the other way round."""
+    with pytest.raises(ValueError, match="No vllm:spec_decode_num"):
+        vm.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]))
+    with pytest.raises(ValueError, match="Unknown engine"):
+        vm.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]), engine="tgi")
+
+
+def test_llamacpp_before_any_draft_is_zero_with_empty_ok():
+    """A fresh server exports the totals at 0 and no per-position lines: zero counts for the 'before' scrape."""
+    text = llamacpp_scrape(0, 0, 0, [])
+    with pytest.raises(ValueError):
+        vm.parse_prometheus(text, engine="llamacpp")
+    zero = vm.parse_prometheus(text, engine="llamacpp", empty_ok=True)
+    assert (zero.num_drafts, zero.num_draft_tokens, zero.num_accepted_tokens) == (0, 0, 0)
+    after = vm.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]), engine="llamacpp")
+    assert difference(after, zero) == after
+
+
+@pytest.mark.parametrize("text, message", [
+    (llamacpp_scrape(10, 30, 31, [6, 4, 1]), "More tokens accepted"),
+    (llamacpp_scrape(10, 30, 11, [6, 7, -2]), "whole number|exceeds"),
+    (llamacpp_scrape(10, 30, 12, [6, 4, 1]), "add up to 11"),
+    (llamacpp_scrape(10, 30, 11, [6, 4, 1]).replace('position="2"', 'position="5"'), "Positions must run"),
+    (llamacpp_scrape(10, 30, 11, [6, 4, 1]).replace("llamacpp:spec_decode_num_drafts_total 10",
+                                                    "llamacpp:spec_decode_num_drafts_total nan"), "whole number"),
+    ("llamacpp:spec_decode_num_drafts_total {{{ 3\n", "Could not read"),
+    ("<html>not metrics</html>", "Could not read|No llamacpp"),
+])
+def test_malformed_llamacpp_scrapes_are_refused(text, message):
+    with pytest.raises(ValueError, match=message):
+        vm.parse_prometheus(text, engine="llamacpp")
+
+
+def test_llamacpp_timings():
+    timings = {"predicted_n": 32, "draft_n": 24, "draft_n_accepted": 20}
+    assert vm.parse_llamacpp_timings({"timings": timings}) == (24, 20)
+    assert vm.parse_llamacpp_timings({"timings": {"predicted_n": 32}}) == (0, 0)
+    for bad, message in [({"timings": {"draft_n": 3, "draft_n_accepted": 4}}, "impossible"),
+                         ({"timings": {"draft_n": -1}}, "whole number"), ({"choices": []}, "no 'timings'"),
+                         ([], "timings")]:
+        with pytest.raises(ValueError, match=message):
+            vm.parse_llamacpp_timings(bad)
+
+
+# ---------------------------------------------------------------------------------------------- differencing --
+def test_difference_subtracts_per_counter_and_refuses_a_restart():
+    before = SpecDecodeCounts(10, 30, 11, (6, 4, 1))
+    after = SpecDecodeCounts(25, 75, 31, (15, 11, 5))
+    d = difference(after, before)
+    assert (d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens, d.accepted_per_position) == (15, 45, 20, (9, 7, 4))
+    assert d.mean_acceptance_length() == pytest.approx(1 + 20 / 15)
+    with pytest.raises(ValueError, match="restarted"):
+        difference(before, after)
+    with pytest.raises(ValueError, match="different draft positions"):
+        difference(SpecDecodeCounts(25, 75, 31, (15, 11, 4, 1)), before)
+
+
+def test_difference_that_does_not_add_up_is_refused():
+    """Each scrape is consistent, but position 2 grew more than position 1 between them: the interval cannot be."""
+    with pytest.raises(ValueError, match="cannot increase"):
+        difference(SpecDecodeCounts(20, 60, 25, (12, 10, 3)), SpecDecodeCounts(10, 30, 14, (8, 4, 2)))
+
+
+# ------------------------------------------------------------------------------------------------- SGLang --
+def test_sglang_gauges_are_interval_averages():
+    r = vm.parse_sglang(sglang_scrape({"meta-llama/Llama-3.1-8B": (2.9, 0.27)}))
+    assert (r.mean_acceptance_length, r.acceptance_rate, r.per_position_rates) == (pytest.approx(2.9),
+                                                                                   pytest.approx(0.27), ())
+    old = vm.parse_sglang(sglang_scrape({"m": (1.8, None)}))
+    assert old.mean_acceptance_length == pytest.approx(1.8) and math.isnan(old.acceptance_rate)
+
+
+@pytest.mark.parametrize("text, message", [
+    (sglang_scrape({"m": (0.5, 0.2)}), "at least 1"),
+    (sglang_scrape({"m": (2.0, 1.5)}), r"\[0, 1\]"),
+    (sglang_scrape({"a": (2.0, 0.3), "b": (1.5, 0.2)}), "choose one"),
+    (llamacpp_scrape(10, 30, 11, [6, 4, 1]), "No sglang:spec_accept_length"),
+    ("sglang:spec_accept_length{model_name=\"m\"} two\n", "Could not read"),
+])
+def test_malformed_sglang_scrapes_are_refused(text, message):
+    with pytest.raises(ValueError, match=message):
+        vm.parse_sglang(text)
+
+
+# -------------------------------------------------------------------------------------------- TensorRT-LLM --
+def test_trtllm_iterations_sum_to_totals():
+    """Two iterations: (4 requests, 12 drafted, 7 accepted) + (2, 6, 5) -> 6 drafts, 18, 12; E[N] = 3."""
+    for as_strings in (False, True):
+        c = vm.parse_trtllm(trtllm_stats([(4, 12, 7), (0, 0, 0), (2, 6, 5)], as_strings))
+        assert (c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens) == (6, 18, 12)
+        assert c.mean_acceptance_length() == pytest.approx(3.0) and c.acceptance_rate() == pytest.approx(12 / 18)
+        assert c.gamma == 0 and c.conditional_alphas().size == 0 and c.as_dict()["conditional_alphas"] == []
+    assert vm.parse_trtllm("[]").num_drafts == 0
+
+
+@pytest.mark.parametrize("text, message", [
+    (trtllm_stats([(4, 12, 13)]), "More tokens accepted"),
+    (trtllm_stats([(4, 3, 1)]), "each draft proposes"),
+    (json.dumps([{"specDecodingStats": {"numDraftTokens": 8, "numAcceptedTokens": 4, "numRequestsWithDraftTokens": 2,
+                                        "acceptanceLength": 2.5}}]), "do not add up"),
+    (json.dumps([{"specDecodingStats": {"numDraftTokens": 1.5}}]), "whole number"),
+    (json.dumps({"iter": 1}), "JSON list"),
+    ("[{\"iter\": ", "as JSON"),
+    (json.dumps([{"specDecodingStats": [1, 2]}]), "not an object"),
+])
+def test_malformed_trtllm_stats_are_refused(text, message):
+    with pytest.raises(ValueError, match=message):
+        vm.parse_trtllm(text)
+
+
+def test_oversized_text_is_refused_before_parsing():
+    with pytest.raises(ValueError, match="not a metrics page"):
+        vm.parse_prometheus("#" * (vm.MAX_TEXT + 1), engine="llamacpp")
