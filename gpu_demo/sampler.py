@@ -15,16 +15,21 @@ from dataclasses import dataclass
 
 import torch
 
+from specdec_core.sampling import TOP_K_OFF, TOP_P_OFF, TOP_P_TOL
+
 MAX_TEMPERATURE = 100.0
 
 
 @dataclass(frozen=True)
 class SamplingConfig:
-    """How logits become a law: temperature (0 = greedy), top-k (0 = off), top-p (1 = off)."""
+    """How logits become a law: temperature (0 = greedy), top-k (0 = off), top-p (1 = off).
+
+    The semantics (ties kept, the top-p tolerance, the off values) are ``specdec_core.sampling``'s.
+    """
 
     temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
+    top_k: int = TOP_K_OFF
+    top_p: float = TOP_P_OFF
 
     @property
     def greedy(self) -> bool:
@@ -38,7 +43,7 @@ class SamplingConfig:
         parts = [f"T={self.temperature:g}"]
         if self.top_k:
             parts.append(f"top-k {self.top_k}")
-        if self.top_p < 1.0:
+        if self.top_p < TOP_P_OFF:
             parts.append(f"top-p {self.top_p:g}")
         return ", ".join(parts)
 
@@ -60,21 +65,25 @@ def check_sampling(cfg: SamplingConfig, vocab_size: int, name: str = "sampling")
 def logits_to_probs(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:
     """softmax(logits / T) restricted to the top-k and then the top-p nucleus, renormalised; float32 (..., V).
 
-    Greedy (T = 0) gives the plain softmax (T = 1) for display; the greedy rule uses argmax of logits.
+    The law of ``specdec_core.sampling.sampling_distribution`` (ties kept at the k-th place and at the
+    nucleus' edge, the same TOP_P_TOL). Greedy (T = 0) gives the plain softmax (T = 1) for display; the
+    greedy rule uses argmax of logits.
     """
     x = logits.float()
-    if not cfg.greedy and cfg.temperature != 1.0:
+    if cfg.greedy:
+        return torch.softmax(x, dim=-1)
+    if cfg.temperature != 1.0:
         x = x / cfg.temperature
-    if cfg.top_k and not cfg.greedy and cfg.top_k < x.shape[-1]:
-        kth = torch.topk(x, cfg.top_k, dim=-1).values[..., -1:]  # (..., 1)
-        x = x.masked_fill(x < kth, float("-inf"))
+    if cfg.top_k != TOP_K_OFF and cfg.top_k < x.shape[-1]:
+        kth = torch.topk(x, cfg.top_k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest logit
+        x = x.masked_fill(x < kth, float("-inf"))  # every token tied with the k-th stays
     probs = torch.softmax(x, dim=-1)  # (..., V)
-    if cfg.top_p < 1.0 and not cfg.greedy:
-        sorted_p, order = torch.sort(probs, dim=-1, descending=True)
-        mass_before = sorted_p.cumsum(-1) - sorted_p  # mass strictly above each token
-        drop_sorted = mass_before >= cfg.top_p  # keep the smallest prefix reaching top_p (>= 1 token)
-        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-        probs = probs.masked_fill(drop, 0.0)
+    if cfg.top_p < TOP_P_OFF:
+        sorted_p = torch.sort(probs, dim=-1, descending=True).values  # (..., V)
+        mass = sorted_p[..., :-1].double().cumsum(-1)  # (..., V-1) mass of the first i + 1, in float64
+        n_keep = 1 + (mass < cfg.top_p - TOP_P_TOL).sum(-1, keepdim=True)  # (..., 1) in 1..V
+        threshold = sorted_p.gather(-1, n_keep - 1)  # (..., 1) the crossing token's probability
+        probs = probs.masked_fill(probs < threshold, 0.0)  # its ties stay too
         probs = probs / probs.sum(-1, keepdim=True)
     return probs
 
