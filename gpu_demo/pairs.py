@@ -115,7 +115,7 @@ register(PairSpec(
 ))
 
 
-def _resolve_loader(ref: str) -> Callable[..., Pair]:
+def resolve_loader(ref: str) -> Callable[..., Pair]:
     """Import 'module:function' lazily."""
     module, _, func = ref.partition(":")
     return getattr(importlib.import_module(module), func)
@@ -136,7 +136,7 @@ def availability(name: str, device: str | torch.device | None = None) -> tuple[b
         if importlib.util.find_spec(mod) is None:
             return False, f"not available here: the Python package {mod!r} is not installed"
     try:
-        _resolve_loader(spec.loader)
+        resolve_loader(spec.loader)
     except (ImportError, AttributeError) as exc:
         return False, f"not available here: cannot import {spec.loader} ({exc})"
     return True, ""
@@ -147,7 +147,7 @@ def load_pair(name: str, device: str | torch.device | None = None, **options: ob
     ok, reason = availability(name, device)
     if not ok:
         raise ValueError(f"pair {name!r} is {reason}")
-    return _resolve_loader(PAIRS[name].loader)(resolve_device(device), **options)
+    return resolve_loader(PAIRS[name].loader)(resolve_device(device), **options)
 
 
 def warm_up(pair: Pair, n_tokens: int = 24, gamma: int = 4) -> float:

@@ -29,17 +29,17 @@ import torch
 
 from gpu_demo.decode import (
     RoundEvent,
-    _cut_at_stop,
-    _prefill,
-    _stepwise_inference,
-    _top,
     check_pair_sampling,
     check_prompt_and_length,
+    cut_at_stop,
     make_generator,
+    prefill,
+    stepwise_inference,
+    top_n,
 )
 from gpu_demo.device import Stopwatch
 from gpu_demo.models.base import DecoderLM
-from gpu_demo.sampler import SamplingConfig, logits_to_probs, sample
+from gpu_demo.sampler import SamplingConfig, logits_to_probs, sample, try_in_turn
 from gpu_demo.tree_draft import TreeDraft, TreeDrafter, ancestors, check_tree_model, children_of, prune
 from specdec_core.trees import Tree
 
@@ -100,25 +100,20 @@ def greedy_walk(logits: torch.Tensor, draft: TreeDraft) -> tuple[list[int], list
 
 def recursive_walk(p: torch.Tensor, draft: TreeDraft, generator: torch.Generator | None
                    ) -> tuple[list[int], list[int], int, list[float]]:
-    """SpecInfer's recursive rejection over each node's children (see the module docstring). (path, tried, y, u)."""
+    """SpecInfer's recursive rejection: at each node, :func:`gpu_demo.sampler.try_in_turn` over its children
+    (the chain's step, with the chain's fallback), from r = p at that node. (path, tried, y, u)."""
     n, dev = draft.tree.n_nodes, p.device
     u = torch.rand(n, generator=generator, device=dev)  # one uniform per node: each is tried at most once
     p_h, q_h, u_h, tok = p.cpu(), draft.q.cpu(), u.tolist(), draft.tokens.tolist()
     kids, node, path, tried = children_of(draft.tree), -1, [], []
     while True:
-        r, kept = p_h[node + 1], None
-        for c in kids[node]:
-            tried.append(c)
-            qc, x = q_h[c], tok[c]
-            if qc[x] > 0 and u_h[c] * qc[x] < r[x]:  # u < r(x) / q_c(x) without dividing
-                kept = c
-                break
-            residual = (r - qc).clamp_min(0.0)
-            r = residual / residual.sum() if residual.sum() > 0 else r  # q_c == r: nothing left to correct
-        if kept is None:
+        c = kids[node]
+        i, r = try_in_turn(p_h[node + 1], [tok[j] for j in c], q_h[c], [u_h[j] for j in c])
+        tried += c if i < 0 else c[: i + 1]
+        if i < 0:
             return path, tried, int(sample(r.to(dev), generator)), u_h
-        path.append(kept)
-        node = kept
+        path.append(c[i])
+        node = c[i]
 
 
 def tree_round(target: DecoderLM, drafter: TreeDrafter, pending: torch.Tensor, tree: Tree,
@@ -192,7 +187,7 @@ def tree_speculative(
     dsamp = check_pair_sampling(target, td, sampling, draft_sampling)
     context = min(target.max_seq_len, td.max_seq_len) - tree.n_nodes  # room for the tree's pass
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(target.device)
-    return _stepwise_inference(_tree_body(target, td, ids, max_new_tokens, tree, sampling, dsamp, seed,
+    return stepwise_inference(_tree_body(target, td, ids, max_new_tokens, tree, sampling, dsamp, seed,
                                           set(stop_tokens), topk))
 
 
@@ -201,12 +196,12 @@ def _tree_body(target: DecoderLM, drafter: TreeDrafter, ids: torch.Tensor, max_n
                ) -> Iterator[TreeRoundEvent]:
     """The tree loop (arguments already validated): rounds until max_new_tokens or a stop token."""
     gen = make_generator(seed, target.device)
-    pending, prefill_s = _prefill(target, drafter, ids)  # type: ignore[arg-type]
+    pending, prefill_s = prefill(target, drafter, ids)  # type: ignore[arg-type]
     produced, r = 0, 0
     while produced < max_new_tokens:
         shape = prune(tree, max_new_tokens - produced - 1)  # never draft past the requested length
         rd = tree_round(target, drafter, pending, shape, sampling, dsamp, gen)
-        emitted, kinds, stopped = _cut_at_stop(rd.emitted, rd.kinds, stops)
+        emitted, kinds, stopped = cut_at_stop(rd.emitted, rd.kinds, stops)
         pending = torch.tensor([rd.next_token], dtype=torch.long, device=target.device)
         produced += len(emitted)
         n = shape.n_nodes
@@ -219,7 +214,7 @@ def _tree_body(target: DecoderLM, drafter: TreeDrafter, ids: torch.Tensor, max_n
             round=r, drafted=rd.draft.tokens.tolist(), q_x=q_x, p_x=p_x, uniforms=rd.uniforms,
             accept_mask=[j in on_path for j in range(n)], n_accepted=len(rd.path), emitted=emitted, kinds=kinds,
             draft_s=rd.draft_s, verify_s=rd.verify_s, prefill_s=prefill_s if r == 0 else 0.0,
-            p_top=_top(rd.p[[0] + [j + 1 for j in rd.path]], topk), q_top=[], gamma=int(shape.depth.max(initial=0)),
+            p_top=top_n(rd.p[[0] + [j + 1 for j in rd.path]], topk), q_top=[], gamma=int(shape.depth.max(initial=0)),
             greedy=sampling.greedy, kv_target=target.cache_len, kv_draft=drafter.model.cache_len,
             parent=list(shape.parent), rank=list(shape.rank), path=rd.path, tried=rd.tried,
         )
