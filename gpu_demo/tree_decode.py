@@ -39,8 +39,18 @@ from gpu_demo.decode import (
 )
 from gpu_demo.device import Stopwatch
 from gpu_demo.models.base import DecoderLM
+from gpu_demo.models.eagle import EagleDrafter
+from gpu_demo.models.eagle_tree import EagleTreeDrafter
 from gpu_demo.sampler import SamplingConfig, logits_to_probs, sample, try_in_turn
-from gpu_demo.tree_draft import TreeDraft, TreeDrafter, ancestors, check_tree_model, children_of, prune
+from gpu_demo.tree_draft import (
+    TreeDraft,
+    TreeDrafter,
+    TreeProposer,
+    ancestors,
+    check_tree_model,
+    children_of,
+    prune,
+)
 from specdec_core.trees import Tree
 
 # ------------------------------------------------------------------------------------------------ the mask
@@ -116,11 +126,15 @@ def recursive_walk(p: torch.Tensor, draft: TreeDraft, generator: torch.Generator
         node = c[i]
 
 
-def tree_round(target: DecoderLM, drafter: TreeDrafter, pending: torch.Tensor, tree: Tree,
+def tree_round(target: DecoderLM, drafter: TreeProposer, pending: torch.Tensor, tree: Tree,
                sampling: SamplingConfig, draft_sampling: SamplingConfig, generator: torch.Generator) -> TreeRound:
-    """Fill the tree from q, score [pending, nodes] in one tree-masked target pass, walk it, keep the path."""
+    """Fill the tree from q, score [pending, nodes] in one tree-masked target pass, walk it, keep the path.
+
+    The drafter may fill chain(0) instead of tree (nothing to draft from yet): the round is then a target step.
+    """
     watch = Stopwatch(target.device)
     draft = drafter.propose(tree, draft_sampling, generator)  # 1. the draft's choices
+    tree = draft.tree
     draft_s = watch.lap()
     base, dev = target.cache_len, target.device
     idx = torch.cat([pending, draft.tokens]).view(1, -1)  # (1, n + 1)
@@ -162,6 +176,15 @@ class TreeRoundEvent(RoundEvent):
         return ["accepted" if j in on else "rejected" if j in seen else "unreached" for j in range(self.k)]
 
 
+def tree_drafter_for(drafter: object) -> TreeProposer:
+    """The tree form of a pair's drafter: a TreeProposer itself, EAGLE's over its chain drafter, or a model draft's."""
+    if isinstance(drafter, TreeProposer):
+        return drafter
+    if isinstance(drafter, EagleDrafter):
+        return EagleTreeDrafter(drafter)
+    return TreeDrafter.from_drafter(drafter)
+
+
 def tree_speculative(
     target: DecoderLM,
     drafter: object,
@@ -176,13 +199,14 @@ def tree_speculative(
 ) -> Iterator[TreeRoundEvent]:
     """Tree speculative decoding: per round, fill `tree` with the draft's choices and verify it in one target pass.
 
-    ``drafter`` is a TreeDrafter or a pair's ModelDrafter. Greedy (temperature 0) walks by argmax and equals greedy
-    decoding; otherwise the recursive rejection emits exactly the target's law. Near the end the tree is cut to the
-    depths still wanted. Arguments are validated when called (ValueError).
+    ``drafter`` is a TreeProposer or a pair's drafter (a ModelDrafter or an EagleDrafter: :func:`tree_drafter_for`).
+    Greedy (temperature 0) walks by argmax and equals greedy decoding; otherwise the recursive rejection emits
+    exactly the target's law. Near the end the tree is cut to the depths still wanted.
+    Arguments are validated when called (ValueError).
     """
     if not isinstance(tree, Tree):
         raise ValueError(f"tree must be a specdec_core.trees.Tree; got {type(tree).__name__}")
-    td = TreeDrafter.from_drafter(drafter)
+    td = tree_drafter_for(drafter)
     check_tree_model(target, "target")
     dsamp = check_pair_sampling(target, td, sampling, draft_sampling)
     context = min(target.max_seq_len, td.max_seq_len) - tree.n_nodes  # room for the tree's pass
@@ -191,7 +215,7 @@ def tree_speculative(
                                           set(stop_tokens), topk))
 
 
-def _tree_body(target: DecoderLM, drafter: TreeDrafter, ids: torch.Tensor, max_new_tokens: int, tree: Tree,
+def _tree_body(target: DecoderLM, drafter: TreeProposer, ids: torch.Tensor, max_new_tokens: int, tree: Tree,
                sampling: SamplingConfig, dsamp: SamplingConfig, seed: int | None, stops: set[int], topk: int,
                ) -> Iterator[TreeRoundEvent]:
     """The tree loop (arguments already validated): rounds until max_new_tokens or a stop token."""
@@ -201,6 +225,7 @@ def _tree_body(target: DecoderLM, drafter: TreeDrafter, ids: torch.Tensor, max_n
     while produced < max_new_tokens:
         shape = prune(tree, max_new_tokens - produced - 1)  # never draft past the requested length
         rd = tree_round(target, drafter, pending, shape, sampling, dsamp, gen)
+        shape = rd.draft.tree  # the shape drafted (chain(0) when the draft had nothing to draft from)
         emitted, kinds, stopped = cut_at_stop(rd.emitted, rd.kinds, stops)
         pending = torch.tensor([rd.next_token], dtype=torch.long, device=target.device)
         produced += len(emitted)

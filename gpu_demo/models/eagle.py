@@ -256,12 +256,6 @@ class EagleDrafter(Drafter):
         self._proposed = torch.cat(xs)  # (k,)
         return Draft(self._proposed, torch.stack(qs))
 
-    def tree_drafter(self):
-        """This draft filling token trees (gpu_demo.models.eagle_tree.EagleTreeDrafter), sharing head and state."""
-        from gpu_demo.models.eagle_tree import EagleTreeDrafter
-
-        return EagleTreeDrafter(self)
-
     def commit(self, n_accepted: int, next_token: int) -> None:
         """Keep the target's features of pending, x_1..x_n (its verify pass) paired with x_1..x_n, y."""
         feats = self._target_features(n_accepted + 1)  # (n+1, C)
