@@ -48,7 +48,6 @@ from gpu_demo.tree_draft import (
     TreeProposer,
     ancestors,
     check_tree_model,
-    children_of,
     prune,
 )
 from specdec_core.trees import Tree
@@ -91,13 +90,13 @@ class TreeRound:
     def kinds(self) -> list[str]:
         """accepted per path node, then y: a correction (the last node had children), a bonus (a leaf) or target."""
         last = self.path[-1] if self.path else -1
-        has_kids = any(par == last for par in self.draft.tree.parent)
+        has_kids = bool(self.draft.tree.kids[last])
         return ["accepted"] * len(self.path) + ["correction" if has_kids else "bonus" if self.path else "target"]
 
 
 def greedy_walk(logits: torch.Tensor, draft: TreeDraft) -> tuple[list[int], list[int], int]:
     """Keep the child equal to argmax at each depth; y = argmax after the deepest kept node. (path, tried, y)."""
-    best, tok, kids = logits.argmax(-1).tolist(), draft.tokens.tolist(), children_of(draft.tree)
+    best, tok, kids = logits.argmax(-1).tolist(), draft.tokens.tolist(), draft.tree.kids
     node, path, tried = -1, [], []
     while True:
         tried += kids[node]
@@ -115,10 +114,10 @@ def recursive_walk(p: torch.Tensor, draft: TreeDraft, generator: torch.Generator
     n, dev = draft.tree.n_nodes, p.device
     u = torch.rand(n, generator=generator, device=dev)  # one uniform per node: each is tried at most once
     p_h, q_h, u_h, tok = p.cpu(), draft.q.cpu(), u.tolist(), draft.tokens.tolist()
-    kids, node, path, tried = children_of(draft.tree), -1, [], []
+    kids, node, path, tried = draft.tree.kids, -1, [], []
     while True:
         c = kids[node]
-        i, r = try_in_turn(p_h[node + 1], [tok[j] for j in c], q_h[c], [u_h[j] for j in c])
+        i, r = try_in_turn(p_h[node + 1], [tok[j] for j in c], q_h[list(c)], [u_h[j] for j in c])
         tried += c if i < 0 else c[: i + 1]
         if i < 0:
             return path, tried, int(sample(r.to(dev), generator)), u_h

@@ -40,16 +40,6 @@ def prune(tree: Tree, max_depth: int) -> Tree:
 
 
 @functools.lru_cache(maxsize=64)
-def children_of(tree: Tree) -> dict[int, list[int]]:
-    """Children of each node in rank order (-1 = the root)."""
-    kids: dict[int, list[int]] = {-1: []}
-    for j in range(tree.n_nodes):
-        kids[j] = []
-    for j in sorted(range(tree.n_nodes), key=lambda j: tree.rank[j]):
-        kids[tree.parent[j]].append(j)
-    return kids
-
-
 def ancestors(tree: Tree) -> torch.Tensor:
     """(n, n) bool: entry (i, j) when node j is node i or one of its ancestors."""
     n = tree.n_nodes
@@ -77,7 +67,7 @@ class DraftStep:
 @functools.lru_cache(maxsize=64)
 def draft_plan(tree: Tree) -> list[DraftStep]:
     """Per depth, which rows fill which nodes and which nodes are fed next (computed once per shape)."""
-    kids, anc = children_of(tree), ancestors(tree)
+    kids, anc = tree.kids, ancestors(tree)
     steps, parents, fed_all = [], [-1], []
     for _ in range(int(tree.depth.max(initial=0))):  # depth 1, 2, ...
         nodes = [j for u in parents for j in kids[u]]
