@@ -11,7 +11,7 @@ from specdec_core import steptime as stp
 from specdec_core.algebra import expected_tokens
 from specdec_core.multidraft import WOR, sample_multidraft
 from specdec_core.roofline import HARDWARE
-from specdec_core.tree_cost import best_chain_against_batch, crossover_batch, tree_cost
+from specdec_core.tree_cost import best_chain_against_batch, first_batch_not_above, tree_cost
 from specdec_core.trees import (
     MAX_NODES,
     Tree,
@@ -201,8 +201,8 @@ def test_a_tree_beats_the_chain_at_small_batch_and_loses_at_large_batch():
     assert tree.speedup[0] > best[0] > 1 and tree.speedup[0] > same.speedup[0]
     assert tree.speedup[-1] < 1 < best[-1]
     assert gammas[-1] < gammas[0]                                  # engines shorten gamma at high batch
-    assert crossover_batch(tree.speedup, best, BATCH) in (8.0, 64.0, 256.0)
-    assert crossover_batch(np.array([2.0, 3.0]), np.array([1.0, 1.0]), np.array([1.0, 2.0])) is None
+    assert first_batch_not_above(tree.speedup, best, BATCH) in (8.0, 64.0, 256.0)
+    assert first_batch_not_above(np.array([2.0, 3.0]), np.array([1.0, 1.0]), np.array([1.0, 2.0])) is None
 
 
 # ------------------------------------------------------------ interview drills ----
