@@ -183,7 +183,7 @@ def unreadable(path: Path) -> str | None:
 
             with safe_open(str(path), "pt") as f:
                 f.keys()
-    except Exception as exc:  # noqa: BLE001 - every reader failure is a reason to report
+    except Exception as exc:  # broad on purpose: every reader failure is a reason to report
         return f"{type(exc).__name__}: {exc}"
     return None
 
