@@ -141,10 +141,10 @@ def _options(pair: str, pairs: list[str]) -> dict:
     """KEY=VALUE strings -> the pair loader's keyword arguments, each checked against its signature."""
     import inspect
 
-    from gpu_demo.pairs import PAIRS, _resolve_loader
+    from gpu_demo.pairs import PAIRS, resolve_loader
 
     spec = PAIRS.get(pair)
-    params = {} if spec is None else dict(list(inspect.signature(_resolve_loader(spec.loader)).parameters.items())[1:])
+    params = {} if spec is None else dict(list(inspect.signature(resolve_loader(spec.loader)).parameters.items())[1:])
     out: dict[str, object] = {}
     for kv in pairs:
         key, sep, value = kv.partition("=")

@@ -244,7 +244,7 @@ def speculative_round(
 # ------------------------------------------------------------------------------------------------- helpers
 
 
-def _top(probs: torch.Tensor, n: int) -> list[list[tuple[int, float]]]:
+def top_n(probs: torch.Tensor, n: int) -> list[list[tuple[int, float]]]:
     """Top-n (id, prob) per row of probs (R, V); [] when n == 0 or R == 0."""
     if n <= 0 or probs.shape[0] == 0:
         return []
@@ -252,7 +252,7 @@ def _top(probs: torch.Tensor, n: int) -> list[list[tuple[int, float]]]:
     return [list(zip(i, v)) for i, v in zip(ids.tolist(), vals.tolist())]
 
 
-def _prefill(target: DecoderLM, drafter: Drafter | None, ids: torch.Tensor) -> tuple[torch.Tensor, float]:
+def prefill(target: DecoderLM, drafter: Drafter | None, ids: torch.Tensor) -> tuple[torch.Tensor, float]:
     """Reset the target (and the drafter) and feed all prompt tokens but the last; returns (pending (1,), s)."""
     watch = Stopwatch(target.device)
     pending = prefill_all_but_last(target, ids)
@@ -261,7 +261,7 @@ def _prefill(target: DecoderLM, drafter: Drafter | None, ids: torch.Tensor) -> t
     return pending, watch.lap()
 
 
-def _cut_at_stop(emitted: list[int], kinds: list[str], stops: set[int]) -> tuple[list[int], list[str], bool]:
+def cut_at_stop(emitted: list[int], kinds: list[str], stops: set[int]) -> tuple[list[int], list[str], bool]:
     """Emitted tokens up to and including the first stop token; True when one was met."""
     for j, tok in enumerate(emitted):
         if tok in stops:
@@ -291,7 +291,7 @@ def autoregressive(
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, target.max_seq_len).to(target.device)
     stops = _stops_and_reset(stop_tokens, constraint, target.vocab_size)
     body = _autoregressive_body(target, ids, max_new_tokens, sampling, seed, stops, topk, constraint)
-    return _stepwise_inference(body)
+    return stepwise_inference(body)
 
 
 def _stops_and_reset(stop_tokens: Sequence[int], constraint: Constraint | None, vocab_size: int) -> set[int]:
@@ -311,7 +311,7 @@ def _autoregressive_body(
 ) -> Iterator[RoundEvent]:
     """The autoregressive loop (arguments already validated)."""
     gen = make_generator(seed, target.device)
-    pending, prefill_s = _prefill(target, None, ids)
+    pending, prefill_s = prefill(target, None, ids)
     for r in range(max_new_tokens):
         watch = Stopwatch(target.device)
         logits = target.forward(pending.view(1, 1))[0, -1]  # (V,)
@@ -328,7 +328,7 @@ def _autoregressive_body(
         yield RoundEvent(
             round=r, drafted=[], q_x=[], p_x=[], uniforms=[], accept_mask=[], n_accepted=0,
             emitted=[y], kinds=["target"], draft_s=0.0, verify_s=verify_s,
-            prefill_s=prefill_s if r == 0 else 0.0, p_top=_top(shown.view(1, -1), topk), q_top=[],
+            prefill_s=prefill_s if r == 0 else 0.0, p_top=top_n(shown.view(1, -1), topk), q_top=[],
             gamma=0, greedy=sampling.greedy, kv_target=target.cache_len,
             **(_parser_fields(constraint, (pos0, pos0, constraint.position), allowed, mask_s) if constraint else {}),
         )
@@ -363,7 +363,7 @@ def speculative(
     context = min(target.max_seq_len, drafter.max_seq_len)
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(target.device)
     stops = _stops_and_reset(stop_tokens, constraint, target.vocab_size)
-    return _stepwise_inference(_speculative_body(
+    return stepwise_inference(_speculative_body(
         target, drafter, ids, max_new_tokens, gamma, sampling, dsamp, seed, stops, topk, constraint, forget))
 
 
@@ -378,14 +378,14 @@ def _speculative_body(
     committed = torch.empty(ids.numel() + max_new_tokens, dtype=torch.long, device=dev)  # preallocated
     committed[: ids.numel()] = ids
     n_committed, produced, r = ids.numel(), 0, 0
-    pending, prefill_s = _prefill(target, drafter, ids)
+    pending, prefill_s = prefill(target, drafter, ids)
     while produced < max_new_tokens:
         k_max = min(gamma, max_new_tokens - produced - 1)  # never draft past the requested length
         mask_s = constraint.mask_s if constraint is not None else 0.0
         rd = speculative_round(target, drafter, committed[:n_committed], pending, k_max, sampling, dsamp, gen,
                                constraint, forget)
         v = rd.verdict
-        emitted, kinds, stopped = _cut_at_stop(rd.emitted, rd.kinds, stops)
+        emitted, kinds, stopped = cut_at_stop(rd.emitted, rd.kinds, stops)
         pending = torch.tensor([v.next_token], dtype=torch.long, device=dev)
         committed[n_committed : n_committed + len(emitted)] = torch.tensor(emitted, dtype=torch.long, device=dev)
         n_committed += len(emitted)
@@ -394,7 +394,7 @@ def _speculative_body(
             round=r, drafted=rd.drafted.tolist(), q_x=v.q_x, p_x=v.p_x, uniforms=v.uniforms,
             accept_mask=v.accept_mask, n_accepted=v.n_accepted, emitted=emitted, kinds=kinds,
             draft_s=rd.draft_s, verify_s=rd.verify_s, prefill_s=prefill_s if r == 0 else 0.0,
-            p_top=_top(v.p, topk), q_top=_top(rd.q, topk), gamma=gamma, greedy=sampling.greedy,
+            p_top=top_n(v.p, topk), q_top=top_n(rd.q, topk), gamma=gamma, greedy=sampling.greedy,
             kv_target=target.cache_len, kv_draft=getattr(getattr(drafter, "model", None), "cache_len", -1),
             **(_parser_fields(constraint, rd.parser, rd.masks, mask_s) if constraint else {}),
         )
@@ -412,7 +412,7 @@ def _parser_fields(
             "mask_sizes": sizes, "mask_s": constraint.mask_s - mask_s0}
 
 
-def _stepwise_inference(body: Iterator[RoundEvent]) -> Iterator[RoundEvent]:
+def stepwise_inference(body: Iterator[RoundEvent]) -> Iterator[RoundEvent]:
     """Run each step of `body` under torch.inference_mode, but yield outside it (the caller's mode is untouched)."""
     while True:
         with torch.inference_mode():

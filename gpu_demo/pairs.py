@@ -117,7 +117,7 @@ register(PairSpec(
 ))
 
 
-def _resolve_loader(ref: str) -> Callable[..., Pair]:
+def resolve_loader(ref: str) -> Callable[..., Pair]:
     """Import 'module:function' lazily."""
     module, _, func = ref.partition(":")
     return getattr(importlib.import_module(module), func)
@@ -138,7 +138,7 @@ def availability(name: str, device: str | torch.device | None = None) -> tuple[b
         if importlib.util.find_spec(mod) is None:
             return False, f"not available here: the Python package {mod!r} is not installed"
     try:
-        _resolve_loader(spec.loader)
+        resolve_loader(spec.loader)
     except (ImportError, AttributeError) as exc:
         return False, f"not available here: cannot import {spec.loader} ({exc})"
     return True, ""
@@ -149,7 +149,7 @@ def load_pair(name: str, device: str | torch.device | None = None, **options: ob
     ok, reason = availability(name, device)
     if not ok:
         raise ValueError(f"pair {name!r} is {reason}")
-    return _resolve_loader(PAIRS[name].loader)(resolve_device(device), **options)
+    return resolve_loader(PAIRS[name].loader)(resolve_device(device), **options)
 
 
 def warm_up(pair: Pair, n_tokens: int = 24, gamma: int = 4) -> float:
@@ -185,7 +185,7 @@ def unreadable(path: Path) -> str | None:
 
             with safe_open(str(path), "pt") as f:
                 f.keys()
-    except Exception as exc:  # noqa: BLE001 - every reader failure is a reason to report
+    except Exception as exc:  # broad on purpose: every reader failure is a reason to report
         return f"{type(exc).__name__}: {exc}"
     return None
 

@@ -2,9 +2,12 @@
 
 ``p`` is always the target's law and ``q`` the draft's, both *processed* (temperature, top-k, top-p)
 and normalised in float32 over the same vocabulary; ``q`` must be the law the draft really sampled
-from. The exact rule accepts drafted token x with probability min(1, p(x)/q(x)) (q(x) = 0 rejects),
-resamples a rejection from the residual (p - q)+ (falling back to p if that is numerically empty),
-and emits a bonus token from p at position gamma + 1 when every draft is accepted. The greedy rule
+from. One verification step serves the chain and the tree: a candidate x drawn from q is kept against the
+law r still owed with probability min(1, r(x)/q(x)) (:func:`accepts`; q(x) = 0 rejects), and a rejection
+leaves :func:`residual`, (r - q)+ normalised, or r itself when that is numerically empty (the one
+fallback). A node's candidates are tried in turn (:func:`try_in_turn`): a chain position has one (r = p),
+a tree node its children. The chain's exact rule draws the correction from the residual at the first miss
+and a bonus token from p at position gamma + 1 when every draft is accepted. The greedy rule
 (temperature 0) accepts a draft iff it equals the target's argmax.
 """
 
@@ -15,16 +18,21 @@ from dataclasses import dataclass
 
 import torch
 
+from specdec_core.sampling import TOP_K_OFF, TOP_P_OFF, TOP_P_TOL
+
 MAX_TEMPERATURE = 100.0
 
 
 @dataclass(frozen=True)
 class SamplingConfig:
-    """How logits become a law: temperature (0 = greedy), top-k (0 = off), top-p (1 = off)."""
+    """How logits become a law: temperature (0 = greedy), top-k (0 = off), top-p (1 = off).
+
+    The semantics (ties kept, the top-p tolerance, the off values) are ``specdec_core.sampling``'s.
+    """
 
     temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
+    top_k: int = TOP_K_OFF
+    top_p: float = TOP_P_OFF
 
     @property
     def greedy(self) -> bool:
@@ -38,7 +46,7 @@ class SamplingConfig:
         parts = [f"T={self.temperature:g}"]
         if self.top_k:
             parts.append(f"top-k {self.top_k}")
-        if self.top_p < 1.0:
+        if self.top_p < TOP_P_OFF:
             parts.append(f"top-p {self.top_p:g}")
         return ", ".join(parts)
 
@@ -60,21 +68,25 @@ def check_sampling(cfg: SamplingConfig, vocab_size: int, name: str = "sampling")
 def logits_to_probs(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:
     """softmax(logits / T) restricted to the top-k and then the top-p nucleus, renormalised; float32 (..., V).
 
-    Greedy (T = 0) gives the plain softmax (T = 1) for display; the greedy rule uses argmax of logits.
+    The law of ``specdec_core.sampling.sampling_distribution`` (ties kept at the k-th place and at the
+    nucleus' edge, the same TOP_P_TOL). Greedy (T = 0) gives the plain softmax (T = 1) for display; the
+    greedy rule uses argmax of logits.
     """
     x = logits.float()
-    if not cfg.greedy and cfg.temperature != 1.0:
+    if cfg.greedy:
+        return torch.softmax(x, dim=-1)
+    if cfg.temperature != 1.0:
         x = x / cfg.temperature
-    if cfg.top_k and not cfg.greedy and cfg.top_k < x.shape[-1]:
-        kth = torch.topk(x, cfg.top_k, dim=-1).values[..., -1:]  # (..., 1)
-        x = x.masked_fill(x < kth, float("-inf"))
+    if cfg.top_k != TOP_K_OFF and cfg.top_k < x.shape[-1]:
+        kth = torch.topk(x, cfg.top_k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest logit
+        x = x.masked_fill(x < kth, float("-inf"))  # every token tied with the k-th stays
     probs = torch.softmax(x, dim=-1)  # (..., V)
-    if cfg.top_p < 1.0 and not cfg.greedy:
-        sorted_p, order = torch.sort(probs, dim=-1, descending=True)
-        mass_before = sorted_p.cumsum(-1) - sorted_p  # mass strictly above each token
-        drop_sorted = mass_before >= cfg.top_p  # keep the smallest prefix reaching top_p (>= 1 token)
-        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-        probs = probs.masked_fill(drop, 0.0)
+    if cfg.top_p < TOP_P_OFF:
+        sorted_p = torch.sort(probs, dim=-1, descending=True).values  # (..., V)
+        mass = sorted_p[..., :-1].double().cumsum(-1)  # (..., V-1) mass of the first i + 1, in float64
+        n_keep = 1 + (mass < cfg.top_p - TOP_P_TOL).sum(-1, keepdim=True)  # (..., 1) in 1..V
+        threshold = sorted_p.gather(-1, n_keep - 1)  # (..., 1) the crossing token's probability
+        probs = probs.masked_fill(probs < threshold, 0.0)  # its ties stay too
         probs = probs / probs.sum(-1, keepdim=True)
     return probs
 
@@ -122,9 +134,38 @@ class Verdict:
     accept_mask: list[bool]  # u_i < p(x_i)/q(x_i) (or x_i == argmax under greedy), for every position
 
 
-def _first_miss(mask: list[bool]) -> int:
+def first_miss(mask: list[bool]) -> int:
     """Index of the first False in mask (len(mask) when all are True): the number of accepted drafts."""
     return next((i for i, a in enumerate(mask) if not a), len(mask))
+
+
+def accepts(r_x: torch.Tensor, q_x: torch.Tensor, u: torch.Tensor | float) -> torch.Tensor:
+    """u < r(x) / q(x) without dividing, elementwise; q(x) = 0 rejects (x cannot have been drawn from q)."""
+    return (u * q_x < r_x) & (q_x > 0)
+
+
+def residual(r: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """(r - q)+ / ||(r - q)+||_1 over the last axis; r itself where that is empty (r == q numerically).
+
+    The engine's one fallback: an empty residual means the rejection had probability 0, and r is the law
+    still owed. No host sync.
+    """
+    res = (r - q).clamp_min(0.0)  # (..., V)
+    mass = res.sum(-1, keepdim=True)  # (..., 1)
+    return torch.where(mass > 0, res / mass.clamp_min(torch.finfo(res.dtype).tiny), r)
+
+
+def try_in_turn(r: torch.Tensor, x: list[int], q: torch.Tensor, u: list[float]) -> tuple[int, torch.Tensor]:
+    """Recursive rejection at one node: keep x_i w.p. min(1, r(x_i) / q_i(x_i)), else r <- residual(r, q_i).
+
+    r: (V,) the target law at the node; x, u: the m candidates in order and one uniform each; q: (m, V) the
+    laws they were drawn from. -> (index of the kept candidate, r) or (-1, the law to draw the correction from).
+    """
+    for i, (xi, ui) in enumerate(zip(x, u)):
+        if bool(accepts(r[xi], q[i, xi], ui)):
+            return i, r
+        r = residual(r, q[i])
+    return -1, r
 
 
 def exact_rule(
@@ -134,24 +175,21 @@ def exact_rule(
     """Speculative sampling: accept x_i w.p. min(1, p/q) in order; on the first rejection draw from (p - q)+.
 
     logits: (k+1, V) target logits at the k drafted positions and the bonus position; q: (k, V) the laws the
-    drafts were drawn from; drafted: (k,). p = the processed target law. Edge cases: q(x) = 0 rejects; an
-    empty residual (p == q numerically) falls back to p; k = 0 is a plain draw from p[0]. One host
-    transfer for the verdict plus one for the drawn token.
+    drafts were drawn from; drafted: (k,). p = the processed target law. A chain is a tree with one candidate
+    per node, so each position is :func:`try_in_turn` with m = 1 and r = p_i: the k tests are independent and run
+    at once (:func:`accepts`), and the correction is :func:`residual` (p_n, q_n). k = 0 is a plain draw from p[0].
+    One host transfer for the verdict plus one for the drawn token.
     """
     p = logits_to_probs(logits, sampling)  # (k+1, V)
     k = drafted.shape[0]
     idx = torch.arange(k, device=p.device)
     p_x, q_x = p[idx, drafted], q[idx, drafted]  # (k,), (k,)
     u = torch.rand(k, generator=generator, device=p.device)  # (k,)
-    accept = (u * q_x < p_x) & (q_x > 0)  # u < p/q without dividing
+    accept = accepts(p_x, q_x, u)  # (k,)
     p_h, q_h, u_h, acc_h = torch.stack([p_x, q_x, u, accept.float()]).tolist() if k else ([], [], [], [])
     mask = [a > 0.5 for a in acc_h]
-    n = _first_miss(mask)
-    if n < k:
-        residual = (p[n] - q[n]).clamp_min(0.0)  # (V,)
-        law = torch.where(residual.sum() > 0, residual, p[n])  # sample() needs no normalisation
-    else:
-        law = p[k]
+    n = first_miss(mask)
+    law = residual(p[n], q[n]) if n < k else p[k]  # (V,)
     y = int(sample(law, generator))
     return Verdict(n, y, p, p_h, q_h, u_h, mask)
 
@@ -174,5 +212,5 @@ def greedy_rule(
     p_h = flat[k + 1 : 2 * k + 1]  # p(x_i)
     q_h = flat[2 * k + 1 : 3 * k + 1]  # q(x_i)
     mask = [a > 0.5 for a in flat[3 * k + 1 :]]  # x_i == argmax_i
-    n = _first_miss(mask)
+    n = first_miss(mask)
     return Verdict(n, int(best_h[n]), p, p_h, q_h, [], mask)

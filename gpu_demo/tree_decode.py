@@ -29,18 +29,27 @@ import torch
 
 from gpu_demo.decode import (
     RoundEvent,
-    _cut_at_stop,
-    _prefill,
-    _stepwise_inference,
-    _top,
     check_pair_sampling,
     check_prompt_and_length,
+    cut_at_stop,
     make_generator,
+    prefill,
+    stepwise_inference,
+    top_n,
 )
 from gpu_demo.device import Stopwatch
 from gpu_demo.models.base import DecoderLM
-from gpu_demo.sampler import SamplingConfig, logits_to_probs, sample
-from gpu_demo.tree_draft import TreeDraft, TreeDrafter, ancestors, check_tree_model, children_of, prune
+from gpu_demo.models.eagle import EagleDrafter
+from gpu_demo.models.eagle_tree import EagleTreeDrafter
+from gpu_demo.sampler import SamplingConfig, logits_to_probs, sample, try_in_turn
+from gpu_demo.tree_draft import (
+    TreeDraft,
+    TreeDrafter,
+    TreeProposer,
+    ancestors,
+    check_tree_model,
+    prune,
+)
 from specdec_core.trees import Tree
 
 # ------------------------------------------------------------------------------------------------ the mask
@@ -81,13 +90,13 @@ class TreeRound:
     def kinds(self) -> list[str]:
         """accepted per path node, then y: a correction (the last node had children), a bonus (a leaf) or target."""
         last = self.path[-1] if self.path else -1
-        has_kids = any(par == last for par in self.draft.tree.parent)
+        has_kids = bool(self.draft.tree.kids[last])
         return ["accepted"] * len(self.path) + ["correction" if has_kids else "bonus" if self.path else "target"]
 
 
 def greedy_walk(logits: torch.Tensor, draft: TreeDraft) -> tuple[list[int], list[int], int]:
     """Keep the child equal to argmax at each depth; y = argmax after the deepest kept node. (path, tried, y)."""
-    best, tok, kids = logits.argmax(-1).tolist(), draft.tokens.tolist(), children_of(draft.tree)
+    best, tok, kids = logits.argmax(-1).tolist(), draft.tokens.tolist(), draft.tree.kids
     node, path, tried = -1, [], []
     while True:
         tried += kids[node]
@@ -100,32 +109,31 @@ def greedy_walk(logits: torch.Tensor, draft: TreeDraft) -> tuple[list[int], list
 
 def recursive_walk(p: torch.Tensor, draft: TreeDraft, generator: torch.Generator | None
                    ) -> tuple[list[int], list[int], int, list[float]]:
-    """SpecInfer's recursive rejection over each node's children (see the module docstring). (path, tried, y, u)."""
+    """SpecInfer's recursive rejection: at each node, :func:`gpu_demo.sampler.try_in_turn` over its children
+    (the chain's step, with the chain's fallback), from r = p at that node. (path, tried, y, u)."""
     n, dev = draft.tree.n_nodes, p.device
     u = torch.rand(n, generator=generator, device=dev)  # one uniform per node: each is tried at most once
     p_h, q_h, u_h, tok = p.cpu(), draft.q.cpu(), u.tolist(), draft.tokens.tolist()
-    kids, node, path, tried = children_of(draft.tree), -1, [], []
+    kids, node, path, tried = draft.tree.kids, -1, [], []
     while True:
-        r, kept = p_h[node + 1], None
-        for c in kids[node]:
-            tried.append(c)
-            qc, x = q_h[c], tok[c]
-            if qc[x] > 0 and u_h[c] * qc[x] < r[x]:  # u < r(x) / q_c(x) without dividing
-                kept = c
-                break
-            residual = (r - qc).clamp_min(0.0)
-            r = residual / residual.sum() if residual.sum() > 0 else r  # q_c == r: nothing left to correct
-        if kept is None:
+        c = kids[node]
+        i, r = try_in_turn(p_h[node + 1], [tok[j] for j in c], q_h[list(c)], [u_h[j] for j in c])
+        tried += c if i < 0 else c[: i + 1]
+        if i < 0:
             return path, tried, int(sample(r.to(dev), generator)), u_h
-        path.append(kept)
-        node = kept
+        path.append(c[i])
+        node = c[i]
 
 
-def tree_round(target: DecoderLM, drafter: TreeDrafter, pending: torch.Tensor, tree: Tree,
+def tree_round(target: DecoderLM, drafter: TreeProposer, pending: torch.Tensor, tree: Tree,
                sampling: SamplingConfig, draft_sampling: SamplingConfig, generator: torch.Generator) -> TreeRound:
-    """Fill the tree from q, score [pending, nodes] in one tree-masked target pass, walk it, keep the path."""
+    """Fill the tree from q, score [pending, nodes] in one tree-masked target pass, walk it, keep the path.
+
+    The drafter may fill chain(0) instead of tree (nothing to draft from yet): the round is then a target step.
+    """
     watch = Stopwatch(target.device)
     draft = drafter.propose(tree, draft_sampling, generator)  # 1. the draft's choices
+    tree = draft.tree
     draft_s = watch.lap()
     base, dev = target.cache_len, target.device
     idx = torch.cat([pending, draft.tokens]).view(1, -1)  # (1, n + 1)
@@ -167,6 +175,15 @@ class TreeRoundEvent(RoundEvent):
         return ["accepted" if j in on else "rejected" if j in seen else "unreached" for j in range(self.k)]
 
 
+def tree_drafter_for(drafter: object) -> TreeProposer:
+    """The tree form of a pair's drafter: a TreeProposer itself, EAGLE's over its chain drafter, or a model draft's."""
+    if isinstance(drafter, TreeProposer):
+        return drafter
+    if isinstance(drafter, EagleDrafter):
+        return EagleTreeDrafter(drafter)
+    return TreeDrafter.from_drafter(drafter)
+
+
 def tree_speculative(
     target: DecoderLM,
     drafter: object,
@@ -181,32 +198,34 @@ def tree_speculative(
 ) -> Iterator[TreeRoundEvent]:
     """Tree speculative decoding: per round, fill `tree` with the draft's choices and verify it in one target pass.
 
-    ``drafter`` is a TreeDrafter or a pair's ModelDrafter. Greedy (temperature 0) walks by argmax and equals greedy
-    decoding; otherwise the recursive rejection emits exactly the target's law. Near the end the tree is cut to the
-    depths still wanted. Arguments are validated when called (ValueError).
+    ``drafter`` is a TreeProposer or a pair's drafter (a ModelDrafter or an EagleDrafter: :func:`tree_drafter_for`).
+    Greedy (temperature 0) walks by argmax and equals greedy decoding; otherwise the recursive rejection emits
+    exactly the target's law. Near the end the tree is cut to the depths still wanted.
+    Arguments are validated when called (ValueError).
     """
     if not isinstance(tree, Tree):
         raise ValueError(f"tree must be a specdec_core.trees.Tree; got {type(tree).__name__}")
-    td = TreeDrafter.from_drafter(drafter)
+    td = tree_drafter_for(drafter)
     check_tree_model(target, "target")
     dsamp = check_pair_sampling(target, td, sampling, draft_sampling)
     context = min(target.max_seq_len, td.max_seq_len) - tree.n_nodes  # room for the tree's pass
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(target.device)
-    return _stepwise_inference(_tree_body(target, td, ids, max_new_tokens, tree, sampling, dsamp, seed,
+    return stepwise_inference(_tree_body(target, td, ids, max_new_tokens, tree, sampling, dsamp, seed,
                                           set(stop_tokens), topk))
 
 
-def _tree_body(target: DecoderLM, drafter: TreeDrafter, ids: torch.Tensor, max_new_tokens: int, tree: Tree,
+def _tree_body(target: DecoderLM, drafter: TreeProposer, ids: torch.Tensor, max_new_tokens: int, tree: Tree,
                sampling: SamplingConfig, dsamp: SamplingConfig, seed: int | None, stops: set[int], topk: int,
                ) -> Iterator[TreeRoundEvent]:
     """The tree loop (arguments already validated): rounds until max_new_tokens or a stop token."""
     gen = make_generator(seed, target.device)
-    pending, prefill_s = _prefill(target, drafter, ids)  # type: ignore[arg-type]
+    pending, prefill_s = prefill(target, drafter, ids)  # type: ignore[arg-type]
     produced, r = 0, 0
     while produced < max_new_tokens:
         shape = prune(tree, max_new_tokens - produced - 1)  # never draft past the requested length
         rd = tree_round(target, drafter, pending, shape, sampling, dsamp, gen)
-        emitted, kinds, stopped = _cut_at_stop(rd.emitted, rd.kinds, stops)
+        shape = rd.draft.tree  # the shape drafted (chain(0) when the draft had nothing to draft from)
+        emitted, kinds, stopped = cut_at_stop(rd.emitted, rd.kinds, stops)
         pending = torch.tensor([rd.next_token], dtype=torch.long, device=target.device)
         produced += len(emitted)
         n = shape.n_nodes
@@ -219,7 +238,7 @@ def _tree_body(target: DecoderLM, drafter: TreeDrafter, ids: torch.Tensor, max_n
             round=r, drafted=rd.draft.tokens.tolist(), q_x=q_x, p_x=p_x, uniforms=rd.uniforms,
             accept_mask=[j in on_path for j in range(n)], n_accepted=len(rd.path), emitted=emitted, kinds=kinds,
             draft_s=rd.draft_s, verify_s=rd.verify_s, prefill_s=prefill_s if r == 0 else 0.0,
-            p_top=_top(rd.p[[0] + [j + 1 for j in rd.path]], topk), q_top=[], gamma=int(shape.depth.max(initial=0)),
+            p_top=top_n(rd.p[[0] + [j + 1 for j in rd.path]], topk), q_top=[], gamma=int(shape.depth.max(initial=0)),
             greedy=sampling.greedy, kv_target=target.cache_len, kv_draft=drafter.model.cache_len,
             parent=list(shape.parent), rank=list(shape.rank), path=rd.path, tried=rd.tried,
         )

@@ -40,16 +40,6 @@ def prune(tree: Tree, max_depth: int) -> Tree:
 
 
 @functools.lru_cache(maxsize=64)
-def children_of(tree: Tree) -> dict[int, list[int]]:
-    """Children of each node in rank order (-1 = the root)."""
-    kids: dict[int, list[int]] = {-1: []}
-    for j in range(tree.n_nodes):
-        kids[j] = []
-    for j in sorted(range(tree.n_nodes), key=lambda j: tree.rank[j]):
-        kids[tree.parent[j]].append(j)
-    return kids
-
-
 def ancestors(tree: Tree) -> torch.Tensor:
     """(n, n) bool: entry (i, j) when node j is node i or one of its ancestors."""
     n = tree.n_nodes
@@ -77,7 +67,7 @@ class DraftStep:
 @functools.lru_cache(maxsize=64)
 def draft_plan(tree: Tree) -> list[DraftStep]:
     """Per depth, which rows fill which nodes and which nodes are fed next (computed once per shape)."""
-    kids, anc = children_of(tree), ancestors(tree)
+    kids, anc = tree.kids, ancestors(tree)
     steps, parents, fed_all = [], [-1], []
     for _ in range(int(tree.depth.max(initial=0))):  # depth 1, 2, ...
         nodes = [j for u in parents for j in kids[u]]
@@ -121,30 +111,49 @@ def choose_children(logits: torch.Tensor, b: int, sampling: SamplingConfig, gene
     return x, torch.where(mass > 0, left / mass.clamp_min(tiny), 0.0)
 
 
-class TreeDrafter:
+class TreeProposer:
+    """What the tree engine asks of a draft: ``begin(prompt)``, ``propose(tree, sampling, generator)`` -> a
+    :class:`TreeDraft` (of ``tree``, or of ``chain(0)`` when the draft has nothing to draft from yet) and
+    ``commit(path, y)``. ``model`` holds the draft's cache (RoundEvent.kv_draft reads ``model.cache_len``)."""
+
+    name = "tree draft"
+
+    def __init__(self, model: object, name: str, vocab_size: int, max_seq_len: int) -> None:
+        self.model, self.name = model, name
+        self.vocab_size, self.max_seq_len = vocab_size, max_seq_len
+        self._draft: TreeDraft | None = None
+
+    def begin(self, prompt: torch.Tensor) -> None:
+        """Start a run on prompt (after the target's prefill of prompt[:-1])."""
+        raise NotImplementedError
+
+    def propose(self, tree: Tree, sampling: SamplingConfig, generator: torch.Generator | None) -> TreeDraft:
+        """Fill tree with tokens and the laws they were drawn from."""
+        raise NotImplementedError
+
+    def commit(self, path: Sequence[int], next_token: int) -> None:
+        """Keep the accepted path and y."""
+        raise NotImplementedError
+
+
+class TreeDrafter(TreeProposer):
     """A draft model that fills a tree shape, one pass per depth, and keeps its accepted path afterwards.
 
     Cache convention as :class:`gpu_demo.drafters.ModelDrafter`: the committed sequence minus 1 or 2 pending ids.
     """
 
-    name = "tree draft"
-
     def __init__(self, model: DecoderLM, name: str = "tree draft") -> None:
         check_tree_model(model, "draft")
-        self.model, self.name = model, name
-        self.vocab_size, self.max_seq_len = model.vocab_size, model.max_seq_len
+        super().__init__(model, name, model.vocab_size, model.max_seq_len)
         self._pending = torch.empty(0, dtype=torch.long)
         self._p0 = 0  # draft cache length after the root: the tree's fed nodes follow it
         self._slot: dict[int, int] = {}  # node -> its draft cache slot (nodes that got children)
-        self._draft: TreeDraft | None = None
 
     @classmethod
     def from_drafter(cls, drafter: object) -> TreeDrafter:
         """The tree drafter over a pair's model draft (prompt lookup proposes one chain, not a tree)."""
         if isinstance(drafter, TreeDrafter):
             return drafter
-        if callable(getattr(drafter, "tree_drafter", None)):  # a draft with its own tree form (EagleDrafter)
-            return drafter.tree_drafter()
         if not isinstance(drafter, ModelDrafter):
             raise ValueError(f"tree drafting needs a model draft; {getattr(drafter, 'name', drafter)!r} is not one")
         return cls(drafter.model, drafter.name)

@@ -103,7 +103,7 @@ def logits_pair(v: int, seed: int = 0, noise: float = 1.0) -> tuple[NDArray, NDA
 
 
 def case_from_logits(
-    z_p: NDArray, z_q: NDArray, target: tuple[float, int | None, float], draft: tuple[float, int | None, float]
+    z_p: NDArray, z_q: NDArray, target: tuple[float, int, float], draft: tuple[float, int, float]
 ) -> ProofCase:
     """p = sampling law of z_p under the target's (T, top_k, top_p), q of z_q under the draft's; p_raw = softmax(z_p);
     the wrong q is z_q under the target's settings (equal to q when both sides use the same settings)."""
@@ -119,7 +119,7 @@ LOGITS_V, LOGITS_SEED, LOGITS_NOISE = 10, 0, 1.0
 def default_logits_case() -> ProofCase:
     """The from-logits case at the page's defaults: target at TARGET_T, draft at DRAFT_T, no top-k or top-p."""
     z_p, z_q = logits_pair(LOGITS_V, LOGITS_SEED, LOGITS_NOISE)
-    return case_from_logits(z_p, z_q, (TARGET_T, None, 1.0), (DRAFT_T, None, 1.0))
+    return case_from_logits(z_p, z_q, (TARGET_T, 0, 1.0), (DRAFT_T, 0, 1.0))
 
 
 def parse_vector(text: str, name: str) -> NDArray[np.float64]:

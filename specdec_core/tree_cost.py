@@ -96,9 +96,9 @@ def best_chain_against_batch(a1: float, target: DecoderShape, draft: DecoderShap
                                              c=draft_pass)
 
 
-def crossover_batch(first: NDArray[np.float64], second: NDArray[np.float64],
-                    batch: NDArray[np.float64]) -> float | None:
-    """The smallest batch on the grid from which `first` is no longer above `second`; None if it stays above."""
+def first_batch_not_above(first: ArrayLike, second: ArrayLike, batch: ArrayLike) -> float | None:
+    """min{B on the grid : first(B) <= second(B)}; None if first stays above. (Not roofline.crossover_batch, the
+    batch where verification's intensity meets the ridge.)"""
     below = np.flatnonzero(np.atleast_1d(first) <= np.atleast_1d(second))
     return None if below.size == 0 else float(np.atleast_1d(batch)[below[0]])
 
@@ -125,6 +125,5 @@ def tree_vs_chain(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: Dec
     c = tree_cost(chain(min(tree.n_nodes, MAX_DEPTH)), a, target, draft, hw, mode, context, batch, draft_pass)
     gammas, best = best_chain_against_batch(float(a[0]), target, draft, hw, mode, context, t.batch,
                                             draft_pass=draft_pass)
-    off = np.flatnonzero(gammas == 0)
-    return TreeVsChain(t, c, gammas, best, t.plain_tps * best, crossover_batch(t.speedup, best, t.batch),
-                       float(t.batch[off[0]]) if off.size else None)
+    return TreeVsChain(t, c, gammas, best, t.plain_tps * best, first_batch_not_above(t.speedup, best, t.batch),
+                       first_batch_not_above(gammas, 0, t.batch))

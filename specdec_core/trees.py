@@ -10,8 +10,9 @@ A chain of gamma nodes gives 1 + a_1 + ... + a_1^gamma, the algebra page's expec
 
 from __future__ import annotations
 
+import functools
 import heapq
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,11 +63,19 @@ class Tree:
             d[j] = 1 if par < 0 else d[par] + 1
         return d
 
+    @functools.cached_property
+    def kids(self) -> dict[int, tuple[int, ...]]:
+        """The children of each node in rank order, -1 = the root (the one place a node's children are found)."""
+        kids: dict[int, list[int]] = {j: [] for j in range(-1, self.n_nodes)}
+        for j in sorted(range(self.n_nodes), key=lambda j: self.rank[j]):
+            kids[self.parent[j]].append(j)
+        return {j: tuple(c) for j, c in kids.items()}
+
     def children(self) -> NDArray[np.int64]:
         """(n_nodes + 1, MAX_RANK) table: row 0 is the root, row j + 1 node j; entry = child node id, or -1."""
         table = np.full((self.n_nodes + 1, MAX_RANK), -1, dtype=np.int64)
-        for j, (par, r) in enumerate(zip(self.parent, self.rank)):
-            table[par + 1, r - 1] = j
+        for par, c in self.kids.items():
+            table[par + 1, : len(c)] = c
         return table
 
 
@@ -144,10 +153,43 @@ def greedy_tree(rates: ArrayLike, budget: int, max_depth: int = MAX_DEPTH) -> Tr
 def path_probabilities(tree: Tree, rates: ArrayLike) -> NDArray[np.float64]:
     """pi_j = a_{rank(j)} x pi_{parent(j)}, pi_root = 1: the probability that the path to node j is accepted."""
     a = check_rates(rates)
+    return path_probabilities_by_depth(tree, np.broadcast_to(a, (MAX_DEPTH, a.size)))
+
+
+def path_probabilities_by_depth(tree: Tree, rates: ArrayLike) -> NDArray[np.float64]:
+    """pi_j = a_{rank j}(depth j) x pi_{parent(j)} with rates (D, R) per depth; NaN (never measured), a depth
+    past D or a rank past R count as 0."""
+    a = np.nan_to_num(np.atleast_2d(np.asarray(rates, dtype=np.float64)))
     pi = np.zeros(tree.n_nodes)
-    for j, (par, r) in enumerate(zip(tree.parent, tree.rank)):
-        pi[j] = (a[r - 1] if r <= a.size else 0.0) * (1.0 if par < 0 else pi[par])
+    for j, (par, r, d) in enumerate(zip(tree.parent, tree.rank, tree.depth)):
+        rate = a[d - 1, r - 1] if d <= a.shape[0] and r <= a.shape[1] else 0.0
+        pi[j] = rate * (1.0 if par < 0 else pi[par])
     return pi
+
+
+def expected_length_by_depth(tree: Tree, rates: ArrayLike) -> float:
+    """E[N] = 1 + sum_j pi_j with rates (D, R) per depth (:func:`path_probabilities_by_depth`)."""
+    return 1.0 + float(path_probabilities_by_depth(tree, rates).sum())
+
+
+def rank_counts(rounds: Iterable[tuple[Tree, Sequence[int]]], max_rank: int, max_depth: int
+                ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """a_r(d) = P(the rank-r child is kept | its parent at depth d - 1 was reached and has >= r children), counted
+    over rounds of (tree, accepted path). -> (kept, reached) (max_depth, max_rank) counts and the rates pooled over
+    depths (NaN where rank r was never offered). Siblings exclude each other, as in :func:`path_probabilities`."""
+    kept = np.zeros((max_depth, max_rank), dtype=np.int64)
+    reached = np.zeros((max_depth, max_rank), dtype=np.int64)
+    for tree, path in rounds:
+        for d, node in enumerate([-1, *path][:max_depth]):
+            b = len(tree.kids[node])
+            if b == 0:
+                continue
+            reached[d, : min(b, max_rank)] += 1
+            if d < len(path) and tree.rank[path[d]] <= max_rank:
+                kept[d, tree.rank[path[d]] - 1] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = np.where(reached.sum(0) > 0, kept.sum(0) / np.maximum(reached.sum(0), 1), np.nan)
+    return kept, reached, pooled
 
 
 def expected_accepted_length(tree: Tree, rates: ArrayLike) -> float:

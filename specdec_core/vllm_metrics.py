@@ -105,7 +105,7 @@ def _families(text: str) -> list:
 
     try:
         return list(text_string_to_metric_families(text))
-    except Exception as exc:  # noqa: BLE001 - the parser raises several types on malformed text
+    except Exception as exc:  # broad on purpose: the parser raises several types on malformed text
         raise ValueError(f"Could not read the text as a Prometheus scrape: {exc}") from exc
 
 

@@ -26,8 +26,8 @@ from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.models.eagle import EagleDrafter
 from gpu_demo.models.eagle_tree import EagleTreeDrafter
 from gpu_demo.sampler import SamplingConfig
-from gpu_demo.tree_decode import tree_speculative
-from gpu_demo.tree_draft import TreeDraft, TreeDrafter
+from gpu_demo.tree_decode import tree_drafter_for, tree_speculative
+from gpu_demo.tree_draft import TreeDraft
 from specdec_core.stats import chi_square_gof
 from specdec_core.trees import branching_tree, chain
 
@@ -50,8 +50,30 @@ def trained():
 def test_a_pairs_eagle_drafter_gets_its_tree_form(trained) -> None:
     target, head = trained
     chain_drafter = EagleDrafter(target, head)
-    td = TreeDrafter.from_drafter(chain_drafter)
+    td = tree_drafter_for(chain_drafter)
     assert isinstance(td, EagleTreeDrafter) and td.head is head and td.chain is chain_drafter
+
+
+def test_one_token_prompt_drafts_nothing_in_the_first_round_as_the_chain_does(trained) -> None:
+    """No true feature before the first target step: the tree drafter, like the chain drafter, drafts nothing
+    (before issue 28 it seeded a zero feature and drafted a whole tree from it)."""
+    target, head = trained
+    chain_events = list(speculative(target, EagleDrafter(target, head), [7], 10, 3, GREEDY))
+    tree_events = list(tree_speculative(target, EagleDrafter(target, head), [7], 10, branching_tree([2, 1]), GREEDY))
+    for events in (chain_events, tree_events):
+        assert events[0].drafted == [] and events[0].kinds == ["target"]
+        assert events[1].k >= 1
+    assert tree_events[0].parent == [] and tree_events[0].gamma == 0
+
+
+def test_the_tree_module_imports_the_chain_module_never_the_reverse() -> None:
+    import ast
+    import inspect
+
+    import gpu_demo.models.eagle as eagle
+
+    modules = {n.module for n in ast.walk(ast.parse(inspect.getsource(eagle))) if isinstance(n, ast.ImportFrom)}
+    assert "gpu_demo.models.eagle_tree" not in modules and "gpu_demo.tree_decode" not in modules
 
 
 @pytest.mark.parametrize("shape", ["chain3", "2,1", "3,2", "2,2,1"])

@@ -47,8 +47,7 @@ def _tables() -> tuple[np.ndarray, np.ndarray]:
 
 def exact_joint(table: np.ndarray, cfg: SamplingConfig, first: int) -> np.ndarray:
     """P(x1, x2, x3) flattened over V^3 cells, from the numpy reference of the processed law."""
-    top_k = cfg.top_k or None
-    law = np.stack([sampling_distribution(table[s], cfg.temperature, top_k, cfg.top_p) for s in range(V)])
+    law = np.stack([sampling_distribution(table[s], cfg.temperature, cfg.top_k, cfg.top_p) for s in range(V)])
     joint = law[first][:, None, None] * law[:, :, None] * law[None, :, :]  # (V, V, V)
     # law[:, :, None] is p(x2 | x1) laid out (x1, x2, 1); law[None] is p(x3 | x2) laid out (1, x2, x3)
     return joint.reshape(-1)
@@ -88,7 +87,7 @@ def test_speculative_law_matches_target(gamma: int, setting: str) -> None:
 
 
 def test_plain_draft_law_differs_from_target() -> None:
-    """The draft alone has a different law, so passing above is not vacuous (TV >= 0.05)."""
+    """The draft alone has a different law, so passing above is not vacuous (TV > 0.2)."""
     t_table, d_table = _tables()
     for cfg in SETTINGS.values():
         tv = 0.5 * np.abs(exact_joint(t_table, cfg, PROMPT[0]) - exact_joint(d_table, cfg, PROMPT[0])).sum()

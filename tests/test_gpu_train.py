@@ -12,7 +12,8 @@ import torch
 
 from gpu_demo.models.char import WindowConfig, WindowMLP, load_char_model
 from gpu_demo.pairs import ASSETS
-from gpu_demo.training.distill import acceptance, distill, distill_loss, lr_cosine
+from gpu_demo.training.distill import acceptance, distill, distill_loss
+from gpu_demo.training.loop import lr_cosine
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the CLI runs below also set --threads 1
 

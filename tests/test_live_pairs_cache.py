@@ -14,6 +14,7 @@ import shutil
 import threading
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,10 +49,10 @@ def test_cycling_every_pair_twice_loads_each_once(monkeypatch):
         lpairs.shared_pair.clear()
 
 
-def _fake_smol(loads: list[object], packs: list[int] | None = None):
+def _fake_smol(loads: list[object], packs: list[int] | None = None, hold: Callable[[], None] = lambda: None):
     def load_smollm2(device, dtype, max_len):
         loads.append((device, dtype, max_len))
-        time.sleep(0.05)  # long enough for a second thread to arrive while the first loads
+        hold()  # the racing test keeps the first load open until the second thread is in load_pair too
         model = types.SimpleNamespace(vocab_size=49152, max_seq_len=max_len, num_params=lambda: 134_515_008,
                                       pack_for_cpu=lambda: (packs if packs is not None else []).append(max_len))
         tok = types.SimpleNamespace(get_vocab_size=lambda: 49152)
@@ -65,14 +66,28 @@ def test_both_smollm2_pairs_share_one_target_loaded_once(monkeypatch):
 
     loads: list[object] = []
     packs: list[int] = []
-    monkeypatch.setattr(smollm2, "load_smollm2", _fake_smol(loads, packs))
+    both_in = threading.Barrier(2)
+
+    def hold() -> None:
+        """The first load (which starts only once both threads are calling load_pair) stays open until the other
+        thread loads too or 0.3 s pass: with the lock it waits at the lock (one load), without it it loads too (two),
+        so a late thread can no longer find the cache filled and pass without the lock."""
+        if len(loads) == 1:
+            deadline = time.monotonic() + 0.3
+            while len(loads) < 2 and time.monotonic() < deadline:
+                time.sleep(0.001)
+
+    def ask(name: str) -> None:
+        both_in.wait(10)  # both threads call load_pair now: the first load starts after both have
+        got[name] = gp.load_pair(name, "cpu")
+
+    monkeypatch.setattr(smollm2, "load_smollm2", _fake_smol(loads, packs, hold))
     monkeypatch.setattr(smollm2, "_TARGETS", {})
     draft = types.SimpleNamespace(num_params=lambda: 1, max_seq_len=2048)
     monkeypatch.setattr(sd, "load_draft", lambda target, max_len=2048: draft)
     monkeypatch.setattr(smollm2, "ModelDrafter", lambda model, name: types.SimpleNamespace(model=model))
     got: dict[str, gp.Pair] = {}
-    threads = [threading.Thread(target=lambda n=n: got.__setitem__(n, gp.load_pair(n, "cpu")))
-               for n in ("smollm2-lookup", "smollm2-draft")]
+    threads = [threading.Thread(target=ask, args=(n,)) for n in ("smollm2-lookup", "smollm2-draft")]
     for t in threads:
         t.start()
     for t in threads:

@@ -23,11 +23,15 @@ def test_queue_is_first_come_first_served() -> None:
 def test_turn_releases_on_error_and_wakes_the_next() -> None:
     q = TurnQueue()
     order: list[str] = []
-    first_holding = threading.Event()
+    first_holding, second_waiting = threading.Event(), threading.Event()
+
+    def on_wait(pos: int) -> None:
+        order.append(f"wait {pos}")
+        second_waiting.set()
 
     def second() -> None:
         first_holding.wait(5)
-        with q.turn(lambda pos: order.append(f"wait {pos}")):
+        with q.turn(on_wait):
             order.append("second runs")
 
     t = threading.Thread(target=second)
@@ -35,12 +39,12 @@ def test_turn_releases_on_error_and_wakes_the_next() -> None:
     with pytest.raises(RuntimeError):
         with q.turn(lambda pos: None):
             first_holding.set()
-            time.sleep(0.4)  # the second thread is now waiting in line
+            assert second_waiting.wait(5)  # the second thread is in line behind us, not merely started
             order.append("first runs")
             raise RuntimeError("interrupted")
     t.join(5)
     assert order[-1] == "second runs" and order.index("first runs") < order.index("second runs")
-    assert "wait 1" in order[: order.index("second runs")]  # it waited at position 1 while the first held it
+    assert order[0] == "wait 1"  # it waited at position 1 while the first held it
     assert q.length() == 0
 
 
@@ -57,10 +61,29 @@ def test_a_waiter_that_raises_leaves_the_line() -> None:
     assert q.length() == 1 and q.position(head) == 0
 
 
+class FakeClock:
+    """A clock the test moves by hand: no sleeps, no margins."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_throttle_answers_once_per_interval() -> None:
-    th = Throttle(0.2)
-    assert th() is False  # counted from creation
-    time.sleep(0.25)
-    assert th() is True and th() is False
-    time.sleep(0.25)
+    clock = FakeClock()
+    th = Throttle(0.2, clock)
+    assert th() is False  # counted from creation: a run shorter than the interval never redraws mid-run
+    clock.now += 0.1999
+    assert th() is False
+    clock.now += 0.0001
+    assert th() is True and th() is False  # the interval restarts at each True
+    clock.now += 0.3
     assert th() is True
+    assert Throttle(0.0, clock)() is True  # interval 0: every call
+
+
+def test_throttle_counts_wall_time_by_default() -> None:
+    th = Throttle(0.0)
+    assert th() is True and th._clock is time.perf_counter

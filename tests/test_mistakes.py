@@ -46,28 +46,28 @@ def test_resample_from_p_is_harmless_exactly_when_the_residual_is_proportional_t
 # --------------------------------------------------------------- raw logits ----
 def test_raw_logits_is_harmless_only_at_temperature_one_untruncated():
     z_p, z_q = pc.logits_pair(10, 0, 1.0)
-    plain = pc.case_from_logits(z_p, z_q, (1.0, None, 1.0), (1.0, None, 1.0))
+    plain = pc.case_from_logits(z_p, z_q, (1.0, 0, 1.0), (1.0, 0, 1.0))
     np.testing.assert_allclose(raw_logits_rule(plain.p_raw, plain.q).law(), plain.p, atol=1e-15)
-    for target in ((0.7, None, 1.0), (1.0, 5, 1.0), (1.0, None, 0.8)):
-        case = pc.case_from_logits(z_p, z_q, target, (1.0, None, 1.0))
+    for target in ((0.7, 0, 1.0), (1.0, 5, 1.0), (1.0, 0, 0.8)):
+        case = pc.case_from_logits(z_p, z_q, target, (1.0, 0, 1.0))
         assert _tv(raw_logits_rule(case.p_raw, case.q).law(), case.p) > 0.01, target
 
 
 # ------------------------------------------------------------------ wrong q ----
 def test_wrong_q_is_the_draft_logits_under_the_targets_settings():
     z_p, z_q = pc.logits_pair(10, 0, 1.0)
-    case = pc.case_from_logits(z_p, z_q, (0.7, 5, 0.9), (1.0, None, 1.0))
+    case = pc.case_from_logits(z_p, z_q, (0.7, 5, 0.9), (1.0, 0, 1.0))
     np.testing.assert_allclose(case.q_claimed, sampling_distribution(z_q, 0.7, 5, 0.9), atol=1e-15)
     # a preset reads p at TARGET_T and q at DRAFT_T, so the wrong q is q at the target's temperature
     p, q = pc.preset_pair("q_flatter", 10)
     pre = pc.case_from_pair(p, q)
     z_q = pc.DRAFT_T * np.log(q)                                         # raw draft logits
-    np.testing.assert_allclose(pre.q_claimed, sampling_distribution(z_q, pc.TARGET_T, None, 1.0), atol=1e-12)
+    np.testing.assert_allclose(pre.q_claimed, sampling_distribution(z_q, pc.TARGET_T, 0, 1.0), atol=1e-12)
 
 
 def test_wrong_q_is_harmless_only_when_both_sides_share_their_settings():
     z_p, z_q = pc.logits_pair(10, 0, 1.0)
-    for shared in ((0.7, None, 1.0), (1.0, 4, 0.9)):
+    for shared in ((0.7, 0, 1.0), (1.0, 4, 0.9)):
         case = pc.case_from_logits(z_p, z_q, shared, shared)
         np.testing.assert_array_equal(case.q_claimed, case.q)
         np.testing.assert_allclose(wrong_q_rule(case.p, case.q, case.q_claimed).law(), case.p, atol=1e-15)

@@ -137,7 +137,7 @@ def test_sampler_refuses_out_of_range_n_and_never_draws_zero_mass_tokens():
 def _case():
     """A from-logits case where every mistake bites: target T 0.6 top-p 0.9, draft T 0.8 top-k 5."""
     z_p, z_q = logits_pair(8, seed=1, noise=1.0)
-    return case_from_logits(z_p, z_q, (0.6, None, 0.9), (0.8, 5, 1.0))
+    return case_from_logits(z_p, z_q, (0.6, 0, 0.9), (0.8, 5, 1.0))
 
 
 def _power(law, p, n=N_DRAWS, level=LEVEL):

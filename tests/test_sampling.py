@@ -51,11 +51,12 @@ def test_tiny_temperature_approaches_greedy_without_overflow():
 
 def test_top_k_hand_case_and_ties():
     np.testing.assert_allclose(top_k_filter([0.1, 0.4, 0.2, 0.3], 2), [0, 0.4 / 0.7, 0, 0.3 / 0.7], rtol=1e-15)
-    # a tie at the k-th place: exactly k kept, lower ids first
-    np.testing.assert_array_equal(top_k_filter([0.25, 0.25, 0.25, 0.25], 2), [0.5, 0.5, 0.0, 0.0])
-    # k >= V keeps everything; None is no truncation
+    # a tie at the k-th place is kept whole (Hugging Face's and vLLM's rule), never broken by token id
+    np.testing.assert_array_equal(top_k_filter([0.25, 0.25, 0.25, 0.25], 2), [0.25, 0.25, 0.25, 0.25])
+    np.testing.assert_allclose(top_k_filter([0.1, 0.3, 0.3, 0.3], 2), [0.0, 1 / 3, 1 / 3, 1 / 3], rtol=1e-15)
+    # k >= V keeps everything; 0 is no truncation
     np.testing.assert_allclose(top_k_filter([0.1, 0.9], 5), [0.1, 0.9])
-    np.testing.assert_allclose(top_k_filter([0.1, 0.9], None), [0.1, 0.9])
+    np.testing.assert_allclose(top_k_filter([0.1, 0.9], 0), [0.1, 0.9])
 
 
 @pytest.mark.parametrize(
@@ -77,8 +78,11 @@ def test_top_p_is_robust_to_rounding_in_the_running_sum():
     np.testing.assert_allclose(top_p_filter([0.1, 0.2, 0.3, 0.4], 0.7), [0, 0, 3 / 7, 4 / 7], rtol=1e-15)
 
 
-def test_top_p_ties_walk_lower_ids_first():
-    np.testing.assert_allclose(top_p_filter([0.2, 0.4, 0.4], 0.4), [0.0, 1.0, 0.0])
+def test_top_p_keeps_every_token_tied_with_the_crossing_one():
+    # 0.4 alone reaches 0.4; the other 0.4 has no strictly larger mass above it, so it stays too
+    np.testing.assert_allclose(top_p_filter([0.2, 0.4, 0.4], 0.4), [0.0, 0.5, 0.5])
+    # the law does not depend on token ids: relabelling the vocabulary permutes it
+    np.testing.assert_allclose(top_p_filter([0.4, 0.4, 0.2], 0.4), [0.5, 0.5, 0.0])
 
 
 def test_pipeline_order_temperature_then_top_k_then_top_p():
@@ -106,8 +110,9 @@ def test_batched_pipeline_matches_row_by_row():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"top_k": 0}, r"top_k must be an integer >= 1"),
-        ({"top_k": 2.5}, r"top_k must be an integer >= 1"),
+        ({"top_k": -1}, r"top_k must be an integer >= 0 \(0 = off\)"),
+        ({"top_k": 2.5}, r"top_k must be an integer >= 0"),
+        ({"top_k": None}, r"top_k must be an integer >= 0"),
         ({"top_p": 0.0}, r"top_p must be in \(0, 1\]"),
         ({"top_p": 1.5}, r"top_p must be in \(0, 1\]"),
         ({"temperature": -0.1}, r"temperature must be >= 0"),

@@ -5,12 +5,13 @@ cost against the step-time model computed here from steptime.step_time."""
 import numpy as np
 import pytest
 
+import specdec_core.trees as tr
 from specdec_core import proof_cases as pc
 from specdec_core import steptime as stp
 from specdec_core.algebra import expected_tokens
 from specdec_core.multidraft import WOR, sample_multidraft
 from specdec_core.roofline import HARDWARE
-from specdec_core.tree_cost import best_chain_against_batch, crossover_batch, tree_cost
+from specdec_core.tree_cost import best_chain_against_batch, first_batch_not_above, tree_cost
 from specdec_core.trees import (
     MAX_NODES,
     Tree,
@@ -200,8 +201,8 @@ def test_a_tree_beats_the_chain_at_small_batch_and_loses_at_large_batch():
     assert tree.speedup[0] > best[0] > 1 and tree.speedup[0] > same.speedup[0]
     assert tree.speedup[-1] < 1 < best[-1]
     assert gammas[-1] < gammas[0]                                  # engines shorten gamma at high batch
-    assert crossover_batch(tree.speedup, best, BATCH) in (8.0, 64.0, 256.0)
-    assert crossover_batch(np.array([2.0, 3.0]), np.array([1.0, 1.0]), np.array([1.0, 2.0])) is None
+    assert first_batch_not_above(tree.speedup, best, BATCH) in (8.0, 64.0, 256.0)
+    assert first_batch_not_above(np.array([2.0, 3.0]), np.array([1.0, 1.0]), np.array([1.0, 2.0])) is None
 
 
 # ------------------------------------------------------------ interview drills ----
@@ -221,3 +222,18 @@ def test_tree_and_exact_rule_drills():
         other = "B" if e.answer() == "A" else "A"
         assert dr.grade(e, other).message == f"Not quite: {e.answer()} emits exactly p."
         assert dt.prompt(e).endswith("Which one emits exactly p? Answer A or B.")
+
+
+def test_kids_is_the_one_children_table_and_depth_rates_reduce_to_the_pooled_sum():
+    tree = tr.branching_tree([3, 2])
+    assert tree.kids[-1] == (0, 1, 2) and tree.kids[0] == (3, 4) and tree.kids[8] == ()
+    table = tree.children()
+    for node, c in tree.kids.items():
+        assert [x for x in table[node + 1] if x >= 0] == list(c)
+    rates = np.array([0.5, 0.2, 0.1])
+    assert tr.expected_length_by_depth(tree, np.stack([rates, rates])) == pytest.approx(
+        tr.expected_accepted_length(tree, rates), abs=1e-15)
+    # the root's rank-1 child kept in one round, nothing in the other: a_1(0) = 1/2, a_2(1) never offered twice
+    kept, reached, pooled = tr.rank_counts([(tree, [0]), (tree, [])], max_rank=3, max_depth=2)
+    assert kept.tolist() == [[1, 0, 0], [0, 0, 0]] and reached.tolist() == [[2, 2, 2], [1, 1, 0]]
+    np.testing.assert_allclose(pooled, [1 / 3, 0.0, 0.0])

@@ -23,6 +23,7 @@ PAGES = {  # page file -> settings that reveal its conditional controls (each se
     "views/proof.py": [{"preset": "dirichlet"}, {"preset": "custom"}, {"preset": "logits"}],
     "views/interview.py": [{"part": "Drills"}, {"part": "Flashcards"}, {"part": "Walkthrough"}],
     "views/live.py": [{"apart": "true"}],
+    "views/trees.py": [{}, {"case": "dirichlet", "src": "typed", "shape": "branching"}],
 }
 ROOT = Path(__file__).resolve().parents[1]
 EVIL = "evil.example"

@@ -268,12 +268,6 @@ class EagleDrafter(Drafter):
         self._proposed = torch.cat(xs)  # (k,)
         return Draft(self._proposed, torch.stack(qs))
 
-    def tree_drafter(self):
-        """This draft filling token trees (gpu_demo.models.eagle_tree.EagleTreeDrafter), sharing head and state."""
-        from gpu_demo.models.eagle_tree import EagleTreeDrafter
-
-        return EagleTreeDrafter(self)
-
     def commit(self, n_accepted: int, next_token: int) -> None:
         """Keep the target's features of pending, x_1..x_n (its verify pass) paired with x_1..x_n, y."""
         feats = self._target_features(n_accepted + 1)  # (n+1, C)
@@ -329,14 +323,14 @@ def load_head(target: Llama, directory: Path = ASSETS, name: str = EAGLE_NAME, m
 
 def load_eagle_pair(device: torch.device, dtype: torch.dtype | str | None = None, max_len: int | str = 2048):
     """SmolLM2-135M-Instruct target (shared with the other SmolLM2 pairs) + the committed feature-level draft."""
-    from gpu_demo.models.smollm2 import _info, target_and_draft
+    from gpu_demo.models.smollm2 import pair_info, target_and_draft
     from gpu_demo.pairs import Pair
 
     files = [ASSETS / f"{EAGLE_NAME}.json", ASSETS / f"{EAGLE_NAME}.safetensors"]
     smol, dt, head, tok = target_and_draft(device, dtype, max_len, load_head, files)
     head.pack_for_cpu()  # packed copies on a CPU, bf16 where the CPU runs it (no-op elsewhere)
     cfg = head.cfg
-    info = _info(smol, dt, f"EAGLE-style feature draft: 1 decoder layer reading the target's last hidden state, "
+    info = pair_info(smol, dt, f"EAGLE-style feature draft: 1 decoder layer reading the target's last hidden state, "
                            f"head over {cfg.n_out} frequent ids")
     info["draft_params"] = head.num_trainable()
     info["draft_reads"] = "the target's final-norm hidden state at the previous position + the new token's embedding"

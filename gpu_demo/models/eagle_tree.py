@@ -1,6 +1,8 @@
 """The feature-level draft filling a token tree (EAGLE-2's idea on a fixed shape): one head pass per depth.
 
-The same head and the same feature reuse as :class:`gpu_demo.models.eagle.EagleDrafter`. A round starts by
+The same head and the same feature reuse as :class:`gpu_demo.models.eagle.EagleDrafter` (this module imports that
+one, never the reverse), and the same first round: with no true feature yet (a 1-token prompt) it drafts nothing
+(a ``chain(0)`` draft) and the target's step gives the first feature. A round starts by
 feeding the slots that true target features completed (the root's law q comes from the last of them); a node at
 depth d is the slot (g of its parent, its token) at position root + d, and sees the prefix, the root and its own
 ancestors only (a tree mask), so siblings never see each other. All tree slots are rolled back after proposing.
@@ -20,46 +22,32 @@ import torch
 
 from gpu_demo.models.eagle import EagleDrafter
 from gpu_demo.sampler import SamplingConfig
-from gpu_demo.tree_draft import TreeDraft, TreeDrafter, choose_children, draft_plan
+from gpu_demo.tree_draft import TreeDraft, TreeProposer, choose_children, draft_plan
 from specdec_core.trees import Tree
+from specdec_core.trees import chain as chain_tree
 
 
-class EagleTreeDrafter(TreeDrafter):
+class EagleTreeDrafter(TreeProposer):
     """Fills a token tree with an EAGLE-style head; shares the chain drafter's head and feature bookkeeping."""
 
     def __init__(self, chain: EagleDrafter, name: str | None = None) -> None:
-        """Wrap a chain drafter (TreeDrafter.__init__ is not called: it wants a token-in DecoderLM, the head is not)."""
+        super().__init__(chain.head, name or chain.name, chain.vocab_size, chain.max_seq_len)  # model: the head
         self.chain, self.head, self.target = chain, chain.head, chain.target
-        self.model = chain.head  # the draft cache (RoundEvent.kv_draft reads model.cache_len)
-        self.name = name or chain.name
-        self.vocab_size, self.max_seq_len = chain.vocab_size, chain.max_seq_len
-        self._first = torch.empty(0, dtype=torch.long)  # a 1-token prompt: the root, with no feature before it
-        self._draft: TreeDraft | None = None
 
     def begin(self, prompt: torch.Tensor) -> None:
-        """As the chain drafter (after the target's prefill of prompt[:-1]); a 1-token prompt's root is kept."""
+        """As the chain drafter (after the target's prefill of prompt[:-1])."""
         self.chain.begin(prompt)
-        prompt = prompt.to(self.head.device).view(-1)
-        self._first = prompt[-1:] if prompt.numel() == 1 else prompt[:0]
-
-    def _pending_slots(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The pairs (f_{j-1}, x_j) to feed, (1, m, C) and (1, m); a root with no feature before it gets f = 0."""
-        if self.chain.has_pairs():
-            feats, toks = self.chain.take_pairs()  # (1, m, C), (1, m)
-        else:
-            feats = torch.zeros(1, 1, self.head.cfg.dim, device=self.head.device, dtype=self.head.dtype)  # (1, 1, C)
-            toks = self._first.view(1, 1)  # (1, 1)
-        self._first = self._first[:0]
-        return feats, toks
 
     def propose(self, tree: Tree, sampling: SamplingConfig, generator: torch.Generator | None) -> TreeDraft:
         """Fill `tree` depth by depth: children of the nodes fed last are chosen from the laws after them."""
+        if not self.chain.has_pairs():  # no true feature yet (1-token prompt): draft nothing, as the chain does
+            tree = chain_tree(0)
         n, dev, V = tree.n_nodes, self.head.device, self.vocab_size
         tokens, q = torch.zeros(n, dtype=torch.long, device=dev), torch.zeros(n, V, device=dev)
         if n == 0:  # nothing to draft: the true pairs wait for the next round
             self._draft = TreeDraft(tree, tokens, q)
             return self._draft
-        feats, toks = self._pending_slots()
+        feats, toks = self.chain.take_pairs()  # (1, m, C) true features f_{j-1}, (1, m) x_j
         stable = self.head.cache_len + toks.shape[1]  # slots built from true features only; the root's is last
         g = self.head(feats, toks)[0, -1:]  # (1, C): the root's g
         for d, st in enumerate(draft_plan(tree), start=1):  # g: the nodes fed last, in feed order

@@ -66,7 +66,7 @@ def shared_target(device: torch.device, dtype: torch.dtype, max_len: int) -> Smo
     """SmolLM2 loaded once per process and (device, dtype, cache length), shared by both SmolLM2 pairs.
 
     Sharing one 540 MB target is safe where runs on a device take turns (the live page's device queue) and
-    every run resets the caches it uses (decode._prefill). A failed load is not kept: the next call retries.
+    every run resets the caches it uses (decode.prefill). A failed load is not kept: the next call retries.
     """
     key = (str(torch.device(device)), str(dtype), int(max_len))
     with _TARGETS_LOCK:  # held while loading, so two pairs asking at once load it once
@@ -83,7 +83,7 @@ def shared_target(device: torch.device, dtype: torch.dtype, max_len: int) -> Smo
         return _TARGETS[key]
 
 
-def _info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
+def pair_info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
     """Facts for display."""
     return {
         "target": "SmolLM2-135M-Instruct (Q4_1 GGUF dequantised)",
@@ -109,7 +109,7 @@ def load_lookup_pair(
     smol = shared_target(device, dt, max_len)
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
     drafter = LookupDrafter(smol.model.vocab_size, max_ngram=max_ngram, min_ngram=min_ngram)
-    info = _info(smol, dt, f"prompt lookup (n-gram {min_ngram}..{max_ngram})")
+    info = pair_info(smol, dt, f"prompt lookup (n-gram {min_ngram}..{max_ngram})")
     return Pair("smollm2-lookup", smol.model, drafter, tok, device, info)
 
 
@@ -136,6 +136,6 @@ def load_draft_pair(device: torch.device, dtype: torch.dtype | str | None = None
 
     files = [ASSETS / f"{DRAFT_NAME}.json", ASSETS / f"{DRAFT_NAME}.safetensors"]
     smol, dt, draft, tok = target_and_draft(device, dtype, max_len, load_draft, files)
-    info = _info(smol, dt, "distilled 2-layer Llama draft")
+    info = pair_info(smol, dt, "distilled 2-layer Llama draft")
     info["draft_params"] = draft.num_params()
     return Pair("smollm2-draft", smol.model, ModelDrafter(draft, "distilled SmolLM2 draft"), tok, device, info)

@@ -26,8 +26,8 @@ from gpu_demo.models.char import (
     save_char_model,
 )
 from gpu_demo.training.corpus import ASSETS, load_books, train_val_split
-from gpu_demo.training.distill import distill, lr_cosine
-from gpu_demo.training.loop import Progress, fit
+from gpu_demo.training.distill import distill
+from gpu_demo.training.loop import Progress, fit, lr_cosine
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,12 @@ This is the idea of DistillSpec (Zhou et al., 2023), which found TV-style object
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
-from gpu_demo.training.loop import Progress, fit
+from gpu_demo.training.loop import Progress, fit, lr_cosine
 
 
 def distill_loss(p: torch.Tensor, log_q: torch.Tensor, ce_weight: float = 0.1) -> torch.Tensor:
@@ -38,14 +37,6 @@ def acceptance(teacher: torch.nn.Module, student: torch.nn.Module, windows: torc
     p = torch.softmax(teacher.forward_train(windows).float(), -1)  # (B, L, V)
     q = torch.softmax(student.forward_train(windows).float(), -1)  # (B, L, V)
     return torch.minimum(p, q).sum(-1).mean().item()
-
-
-def lr_cosine(step: int, steps: int, lr: float, lr_min: float, warmup: int = 20) -> float:
-    """Linear warm-up over `warmup` steps, then cosine decay from lr to lr_min at `steps`."""
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    frac = (step - warmup) / max(1, steps - warmup)
-    return lr_min + 0.5 * (lr - lr_min) * (1 + math.cos(math.pi * min(1.0, frac)))
 
 
 def distill(

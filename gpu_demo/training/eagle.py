@@ -33,8 +33,10 @@ from torch import nn
 
 from gpu_demo.models.eagle import ASSETS, EAGLE_NAME, EagleConfig, EagleHead, save_head
 from gpu_demo.models.llama import apply_rope_pairs, rope_tables
-from gpu_demo.training.distill import distill_loss, lr_cosine
+from gpu_demo.training.distill import distill_loss
 from gpu_demo.training.eagle_data import Sample, generate_set, pack, unpack
+from gpu_demo.training.loop import Progress, lr_cosine
+from gpu_demo.training.loop import fit as fit_loop
 
 
 @dataclass(frozen=True)
@@ -239,32 +241,30 @@ def evaluate(head: EagleHead, val: list[Sample], cfg: EagleTrainConfig, prepare:
 
 def fit(head: EagleHead, train_set: list[Sample], val: list[Sample], cfg: EagleTrainConfig, log=print,
         extra: Sequence[nn.Parameter] = (), prepare: Prepare | None = None) -> list[dict]:
-    """AdamW on the head (and `extra` parameters) with the cosine schedule, cfg.steps batches drawn from a generator
-    seeded cfg.seed + 7; `prepare` maps each batch (e.g. a fused input). Returns the evaluation history."""
+    """training.loop.fit on the head (and `extra` parameters): AdamW, the cosine schedule, cfg.steps batches drawn
+    from a generator seeded cfg.seed + 7; `prepare` maps each batch (e.g. a fused input). The evaluation history."""
     params = [*head.parameters(), *extra]
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
     g = torch.Generator().manual_seed(cfg.seed + 7)
     history = [{"step": 0, **evaluate(head, val, cfg, prepare)}]
     log(f"step 0: {history[-1]}")
-    t_train = time.perf_counter()
-    for step in range(cfg.steps):
-        for group in opt.param_groups:
-            group["lr"] = lr_cosine(step, cfg.steps, cfg.lr, cfg.lr / 10, cfg.warmup)
+
+    def loss_at(step: int) -> torch.Tensor:
         idx = torch.randint(0, len(train_set), (cfg.batch,), generator=g).tolist()
         bt = batch_tensors([train_set[i] for i in idx], cfg.max_len)
-        bt = prepare(bt) if prepare is not None else bt
-        loss, alphas = position_losses(head, bt, cfg.unroll, cfg.ce_weight, cfg.feat_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
+        loss, alphas = position_losses(head, prepare(bt) if prepare is not None else bt, cfg.unroll,
+                                       cfg.ce_weight, cfg.feat_weight)
         if (step + 1) % 10 == 0:
-            log(f"step {step + 1}: loss {loss.item():.4f} batch alpha {[round(a, 3) for a in alphas]} "
-                f"({time.perf_counter() - t_train:.0f} s)")
-        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
-            history.append({"step": step + 1, "train_loss": round(loss.item(), 4),
-                            **evaluate(head, val, cfg, prepare), "elapsed_s": round(time.perf_counter() - t_train, 1)})
-            log(f"step {step + 1}: {history[-1]}")
+            log(f"step {step + 1}: loss {loss.item():.4f} batch alpha {[round(a, 3) for a in alphas]}")
+        return loss
+
+    def held_out(pr: Progress) -> None:  # logged here, with the step-0 entry, in the history's own format
+        history.append({"step": pr.step, "train_loss": round(pr.loss, 4), **evaluate(head, val, cfg, prepare),
+                        "elapsed_s": round(pr.elapsed_s, 1)})
+        log(f"step {pr.step}: {history[-1]}")
+
+    fit_loop(params, opt, loss_at, cfg.steps, lambda step: lr_cosine(step, cfg.steps, cfg.lr, cfg.lr / 10, cfg.warmup),
+             held_out, eval_due=lambda step: (step + 1) % cfg.eval_every == 0, desc="eagle")
     return history
 
 

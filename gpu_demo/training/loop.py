@@ -1,18 +1,28 @@
 """The one training loop: AdamW steps on a loss, a learning-rate schedule, clipping, and periodic evaluation.
 
 Used by the built-in pair's training (``training.char``), distillation on the target's laws
-(``training.distill``) and the SmolLM2 draft (``training.smollm2_draft``). Each caller supplies what
-differs: the loss of step t (which draws its own batch, so the random stream is the caller's), the
-schedule, and what to evaluate and when.
+(``training.distill``), the SmolLM2 draft (``training.smollm2_draft``) and the feature-level draft
+(``training.eagle``). Each caller supplies what differs: the loss of step t (which draws its own batch,
+so the random stream is the caller's), the schedule (every caller's is :func:`lr_cosine`), and what to
+evaluate and when.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import torch
+
+
+def lr_cosine(step: int, steps: int, lr: float, lr_min: float, warmup: int = 20) -> float:
+    """Linear warm-up over `warmup` steps, then cosine decay from lr to lr_min at `steps`."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    frac = (step - warmup) / max(1, steps - warmup)
+    return lr_min + 0.5 * (lr - lr_min) * (1 + math.cos(math.pi * min(1.0, frac)))
 
 
 @dataclass

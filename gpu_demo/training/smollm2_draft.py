@@ -25,8 +25,7 @@ from torch import nn
 
 from gpu_demo.models.gguf import SmolLM2, cache_root, load_smollm2
 from gpu_demo.models.llama import Llama, LlamaConfig
-from gpu_demo.training.distill import lr_cosine
-from gpu_demo.training.loop import Progress, fit
+from gpu_demo.training.loop import Progress, fit, lr_cosine
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 DRAFT_NAME = "smollm2_draft"
@@ -216,7 +215,7 @@ def top_overlap(
 
 # ---------------------------------------------------------------------- train ----
 def lr_at(step: int, cfg: SmolDraftConfig) -> float:
-    """Linear warm-up then cosine decay to 10% of lr (the one schedule: training.distill.lr_cosine)."""
+    """Linear warm-up then cosine decay to 10% of lr (the one schedule: training.loop.lr_cosine)."""
     return lr_cosine(step, cfg.steps, cfg.lr, 0.1 * cfg.lr, cfg.warmup)
 
 

@@ -108,15 +108,16 @@ def decode_threads(device: str) -> Iterator[None]:
 
 
 class Throttle:
-    """Calling it answers True at most once per ``interval_s`` of wall time, counted from its creation."""
+    """Calling it answers True at most once per ``interval_s`` of ``clock`` time (wall time by default), counted
+    from its creation."""
 
-    def __init__(self, interval_s: float) -> None:
-        self.interval_s = interval_s
-        self._last = time.perf_counter()
+    def __init__(self, interval_s: float, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.interval_s, self._clock = interval_s, clock
+        self._last = clock()
 
     def __call__(self) -> bool:
         """True (and restart the clock) when interval_s has passed since the last True or the creation."""
-        now = time.perf_counter()
+        now = self._clock()
         if now - self._last < self.interval_s:
             return False
         self._last = now
