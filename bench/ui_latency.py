@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONTROLS = {
     "algebra": ["alpha", "gamma"],
     "roofline": ["alpha", "gamma"],
-    "proof": ["vocab", "T"],
+    "proof": ["vocab", "sseed"],
     "trees": ["vocab", "k"],
 }
 MINIMAL_APP = '''import numpy as np
@@ -264,8 +264,14 @@ async def run(args) -> dict:
                     _, (ctx, _pg) = await open_time(browser, f"{url}/{p}", timeout_ms)  # warm caches and imports
                     await ctx.close()
                     sliders = [f"{p}.{c}__slider" for c in CONTROLS[p]]
-                    rows[f"/{p}"] = await page_row(browser, url, p, sliders, args.repeats, timeout_ms)
-                    print(f"/{p}: done (load {load_average()})", flush=True)
+                    try:
+                        rows[f"/{p}"] = await page_row(browser, url, p, sliders, args.repeats, timeout_ms)
+                    except Exception as exc:  # one page's failure is reported; the others are still measured
+                        print(f"/{p}: FAILED {type(exc).__name__}: {str(exc)[:160]}", flush=True)
+                        continue
+                    r = rows[f"/{p}"]
+                    print(f"/{p}: open {r['open']['median']:.2f} s, step {r['step']['median']:.2f} s "
+                          f"(load {load_average()})", flush=True)
                 out["pages"] = rows
                 if args.sessions > 0:
                     cp = args.concurrent_page
