@@ -44,9 +44,13 @@ def screenshot(pg, name: str) -> Path:
 
 
 def assert_no_error(pg) -> None:
-    """No Streamlit exception or error element is on the page."""
+    """No Streamlit exception, error element or KaTeX error (a formula or command KaTeX cannot render, red) is shown."""
     assert pg.locator('[data-testid="stException"]').count() == 0, "an exception is shown"
     assert pg.locator('[data-testid="stAlertContentError"]').count() == 0, "an error message is shown"
+    # KaTeX (throwOnError off) shows a formula it cannot parse as .katex-error, and an unknown command such as
+    # \\qquadr as its own name in the error colour #cc0000 inside the formula
+    bad = pg.locator('.katex-error, .katex-html [style*="color: rgb(204, 0, 0)"]')
+    assert bad.count() == 0, f"a formula KaTeX cannot render: {bad.first.text_content()}"
 
 
 def nudge_slider(pg, key: str, presses: int = 1) -> None:

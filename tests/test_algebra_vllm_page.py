@@ -140,3 +140,25 @@ def test_decoder_shape_costs_price_each_gamma(app_test):
     c, v3 = float(found.group(1)), float(found.group(2))
     shown = float(metrics(at)["Predicted speedup at gamma = 3"][0].rstrip("x"))
     assert abs(shown - 2.44 / (3 * c + v3)) <= 0.006 + 2.44 * 0.0005 / (3 * c + v3) ** 2
+
+
+def test_a_paste_over_the_limit_is_refused_in_one_line_and_never_parsed(app_test):
+    """A 10 MB scrape used to be parsed twice on every rerun; now anything past PASTE_LIMIT is refused unparsed."""
+    from ui.algebra_vllm import PASTE_LIMIT
+
+    at = app_test(PAGE)
+    at.session_state["vllm_paste"] = EXAMPLE_LINE + "\n" + "x" * PASTE_LIMIT   # past the box's max_chars
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("too long" in w.value and f"{PASTE_LIMIT:,}" in w.value for w in at.warning)
+    assert "Acceptance rate (vLLM)" not in metrics(at)          # nothing parsed, nothing derived
+    at.session_state["vllm_paste"] = EXAMPLE_LINE                # the same box still works afterwards
+    at.run()
+    assert metrics(at)["Acceptance rate (vLLM)"][0] == "0.480"
+
+
+def test_the_definitions_formula_has_no_glued_command():
+    """`\\qquadr_j` is an unknown KaTeX command (red error text): every spacing command is followed by a non-letter."""
+    from ui.algebra_vllm import DEFINITIONS
+
+    assert not re.search(r"\\q?quad[A-Za-z]", DEFINITIONS), DEFINITIONS

@@ -5,6 +5,7 @@ from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
 
 pytestmark = pytest.mark.browser
 
+FORMULA_PAGES = {"Algebra", "Roofline", "Proof", "Trees and multi-draft"}
 NAV_PAGES = ["Home", "Algebra", "Roofline", "Proof", "Trees and multi-draft", "Live decoding", "Interview prep"]
 
 
@@ -21,5 +22,7 @@ def test_home_headline_and_every_page(page, streamlit_url):
         page.wait_for_timeout(300)
         wait_for_app(page)
         assert page.locator("h1").first.is_visible(), f"{title}: no title rendered"
-        assert_no_error(page)
+        if title in FORMULA_PAGES:                        # the KaTeX check below has formulas to look at
+            assert page.locator(".katex").count() > 0, f"{title}: no formula rendered"
+        assert_no_error(page)                             # also: no .katex-error (an unparsable formula, in red)
         screenshot(page, title.lower().replace(" ", "-"))

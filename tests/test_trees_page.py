@@ -120,3 +120,20 @@ def test_out_of_range_url_value_is_reported_and_the_default_used(app_test):
     p, q = pc.preset_pair("q_sharper", 10)
     assert _metric(at, "acceptance, k = 3 i.i.d.") == f"{acceptance_by_k(p, q, 3, IID)[-1]:.4f}"
     assert np.isfinite(float(_metric(at, "E[N], tree")))
+
+
+def test_a_url_asking_a_million_draws_is_capped_and_says_so(app_test):
+    """/trees?case=dirichlet&vocab=16&k=5&n=1000000 kept the server busy for minutes; now k x n is at most 60,000
+    candidate draws (12,000 positions at k = 5), and the page says what it drew."""
+    at = app_test(PAGE, case="dirichlet", vocab="16", k="5", n="1000000", sseed="1", timeout=120)
+    _ok(at)
+    capped = [c.value for c in at.caption if "asked" in c.value]
+    assert capped and "n = 1,000,000 asked; 12,000 drawn" in capped[0], capped
+    rows = at.dataframe[0].value                        # the multi-draft checks, one row per rule
+    assert len(rows) == len(RULES)
+
+
+def test_draws_within_the_budget_are_not_capped(app_test):
+    at = app_test(PAGE, n="20000", k="3")
+    _ok(at)
+    assert not [c.value for c in at.caption if "asked" in c.value]

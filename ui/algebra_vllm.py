@@ -22,9 +22,12 @@ EXAMPLE_LINE = (   # vLLM's line for alpha_j = 0.9, 0.5, 0.2 over 100 drafts of 
 )
 DEFINITIONS = (
     r"\text{acceptance rate} = \frac{\text{accepted tokens}}{\text{drafted tokens}}\qquad"
-    r"\text{mean acceptance length} = 1 + \frac{\text{accepted tokens}}{\text{drafts}}\qquad"
+    r"\text{mean acceptance length} = 1 + \frac{\text{accepted tokens}}{\text{drafts}}\qquad "
     r"r_j = \frac{\text{accepted at position } j}{\text{drafts}} = \prod_{i\le j}\alpha_i"
 )
+
+
+PASTE_LIMIT = 200_000   # characters: a vLLM scrape is a few kB; 200 kB parses in well under a second here
 
 
 def _n(x: float, d: int = 3) -> str:
@@ -63,19 +66,37 @@ def positional_comparison(aj: np.ndarray, c: float, v: float) -> None:
     )
 
 
+@st.cache_data(max_entries=8)
+def _models(text: str) -> list[str]:
+    """The model names in a scrape, parsed once per text; [] where there are none (parse() then says why)."""
+    try:
+        return vm.model_names(text)
+    except ValueError:
+        return []
+
+
+@st.cache_data(max_entries=8)
+def _parsed(text: str, model: str | None) -> tuple[vm.SpecDecodeCounts | None, str | None]:
+    """(counts, None) or (None, the reason): the pasted text parsed once per (text, model), not on every rerun."""
+    try:
+        return vm.parse(text, model_name=model), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
 def _read(text: str) -> vm.SpecDecodeCounts | None:
     """Parse the pasted text (asking for the model when a scrape holds several); None after showing why not."""
-    try:
-        models = vm.model_names(text)
-    except ValueError:
-        models = []                                    # parse() below says what is wrong
-    model = st.selectbox("Model in the scrape", models, key="vllm_model") if len(models) > 1 else None
-    try:
-        return vm.parse(text, model_name=model)
-    except ValueError as exc:
-        st.warning("**That text could not be used.** What is wrong with it:", icon=":material/error:")
-        st.code(str(exc), language=None, wrap_lines=True)
+    if len(text) > PASTE_LIMIT:
+        st.warning(f"**That paste is too long:** more than {PASTE_LIMIT:,} characters, the most the box takes "
+                   "(one log line, or one server's /metrics scrape). Nothing was parsed.", icon=":material/error:")
         return None
+    models = _models(text)
+    model = st.selectbox("Model in the scrape", models, key="vllm_model") if len(models) > 1 else None
+    counts, error = _parsed(text, model)
+    if counts is None:
+        st.warning("**That text could not be used.** What is wrong with it:", icon=":material/error:")
+        st.code(error, language=None, wrap_lines=True)
+    return counts
 
 
 def _table(counts: vm.SpecDecodeCounts) -> None:
@@ -96,10 +117,12 @@ def _table(counts: vm.SpecDecodeCounts) -> None:
     st.dataframe(table, hide_index=True)
 
 
+@st.fragment
 def paste_section(c: float, v: float, v_of_gamma: np.ndarray | None = None) -> None:
     """Paste a vLLM log line or /metrics scrape: its numbers, the conditional alpha_j, E[N], speedup, best gamma.
 
-    v_of_gamma (v for gamma = 0, 1, ..., from a decoder shape) prices each draft length; else v is fixed.
+    v_of_gamma (v for gamma = 0, 1, ..., from a decoder shape) prices each draft length; else v is fixed. A
+    fragment: a paste reruns this section alone, and the text is parsed once per content (cached).
     """
     st.subheader("vLLM's numbers in: paste a server's spec-decode metrics")
     st.markdown(
@@ -112,6 +135,7 @@ def paste_section(c: float, v: float, v_of_gamma: np.ndarray | None = None) -> N
         "A 'SpecDecoding metrics:' log line, or the text of the server's /metrics endpoint",
         key="vllm_paste",
         height=140,
+        max_chars=PASTE_LIMIT + 1,          # one past the limit: a longer paste is cut there and refused below
         placeholder=EXAMPLE_LINE,
         help="One log line (lines from several intervals cannot be pooled: the line does not print its number "
         "of drafts), or a Prometheus scrape: engines of one model are summed. Not kept in the URL.",

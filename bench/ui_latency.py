@@ -1,0 +1,313 @@
+"""How fast each page answers a control, in a real browser, against a minimal Streamlit app measured in the same run.
+
+For every page: the warm open time (a new browser context on a warm server, until the app's script state is
+notRunning with content drawn) and the rerun time after one arrow-key step on each main slider (from the key
+press until the server's script_finished message, which returns the script state to notRunning, arrives).
+The floor is a minimal app of one slider and one Plotly chart, served the same way. Then N concurrent
+sessions step a slider on one page (p50/p95 of their reruns).
+Headless Debian Chromium through Playwright, as tests/conftest.py launches it; loopback only; bounded by
+--repeats, --sessions and a per-wait timeout.
+
+Usage: .venv/bin/python bench/ui_latency.py [--pages algebra,roofline,proof,trees] [--repeats 5]
+                                            [--sessions 8] [--concurrent-page algebra] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# page -> the main sliders a student moves first (setting names; the widget key is "<page>.<name>__slider")
+CONTROLS = {
+    "algebra": ["alpha", "gamma"],
+    "roofline": ["alpha", "gamma"],
+    "proof": ["vocab", "sseed"],
+    "trees": ["vocab", "k"],
+}
+MINIMAL_APP = '''import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+x = st.slider("x", 0.0, 1.0, 0.5, 0.01, key="floor__slider")
+t = np.linspace(0, 1, 101)
+st.plotly_chart(go.Figure(go.Scatter(x=t, y=t ** (1 + 4 * x))), key="fig")
+'''
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+SETTLED_JS = """() => {
+  const a = document.querySelector('[data-testid="stApp"]');
+  if (!a || a.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.querySelector('[data-stale="true"]')) return false;
+  return document.querySelector('[data-testid="stMain"] [data-testid="stElementContainer"]') !== null;
+}"""
+
+
+# ---------------------------------------------------------------------------------------------- server ----
+def free_port() -> int:
+    """An unused loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(script: Path, log: Path):
+    """`streamlit run script` on loopback; yields (url, process) once /_stcore/health answers."""
+    port = free_port()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            cwd=script.parent, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                        break
+                except OSError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"streamlit did not start; see {log}") from None
+                    time.sleep(0.3)
+            yield url, proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process, MB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages, for the table's header."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+# --------------------------------------------------------------------------------------------- browser ----
+async def launch(pw):
+    """Headless Debian Chromium, as tests/conftest.py launches it."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        raise SystemExit("chromium is not installed (apt-get install -y chromium)")
+    return await pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+
+
+async def settle(pg, timeout_ms: float, quiet_ms: int = 500) -> None:
+    """Wait until the app is settled and stays so for quiet_ms (a follow-up rerun starts within it)."""
+    for _ in range(20):
+        await pg.wait_for_function(SETTLED_JS, timeout=timeout_ms)
+        await pg.wait_for_timeout(quiet_ms)
+        if await pg.evaluate(SETTLED_JS):
+            return
+    raise RuntimeError("the app kept rerunning")
+
+
+def watch_runs(pg) -> list[float]:
+    """The perf_counter times at which the server's script_finished messages reach this page (a list that grows).
+
+    script_finished (a ForwardMsg over the app's websocket) is what turns the script state back to notRunning;
+    reading it off the wire catches a run that starts and ends within one browser frame, which the DOM may not.
+    """
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    finished: list[float] = []
+
+    def frame(payload) -> None:
+        if isinstance(payload, (bytes, bytearray)):
+            try:
+                if ForwardMsg.FromString(bytes(payload)).WhichOneof("type") == "script_finished":
+                    finished.append(time.perf_counter())
+            except Exception:  # not a ForwardMsg (a cached-message reference, say): not a run's end
+                pass
+
+    pg.on("websocket", lambda ws: ws.on("framereceived", frame))
+    return finished
+
+
+async def open_time(browser, url: str, timeout_ms: float) -> tuple[float, object]:
+    """Seconds from navigation to the first settled state in a new context; returns (seconds, (context, page))."""
+    ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = await ctx.new_page()
+    pg.finished = watch_runs(pg)
+    start = time.perf_counter()
+    await pg.goto(url)
+    await pg.wait_for_selector('[data-testid="stApp"][data-test-connection-state="CONNECTED"]', timeout=timeout_ms)
+    await pg.wait_for_function(SETTLED_JS, timeout=timeout_ms)
+    seconds = time.perf_counter() - start
+    await settle(pg, timeout_ms)
+    return seconds, (ctx, pg)
+
+
+async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> float:
+    """Seconds from one arrow-key press on the slider to the end of the rerun it starts (page clock)."""
+    css = f'.st-key-{slider_key.replace(".", "-")}'
+    thumb = pg.locator(f'{css} [role="slider"], {css} input[type="range"]').first
+    await thumb.focus()
+    seen = len(pg.finished)
+    t0 = time.perf_counter()
+    await pg.keyboard.press(key)
+    deadline = t0 + timeout_ms / 1000
+    while len(pg.finished) == seen:
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"no rerun ended within {timeout_ms / 1000:.0f} s of a step on {slider_key}")
+        await asyncio.sleep(0.01)
+    await settle(pg, timeout_ms, quiet_ms=300)   # a follow-up rerun (URL write-back, a queued step) counts too
+    return pg.finished[-1] - t0
+
+
+async def page_row(browser, url: str, path: str, sliders: list[str], repeats: int, timeout_ms: float) -> dict:
+    """Median/min/max of the open time and of each slider's step time on one page."""
+    opens, steps = [], {s: [] for s in sliders}
+    for i in range(repeats):
+        seconds, (ctx, pg) = await open_time(browser, f"{url}/{path}", timeout_ms)
+        opens.append(seconds)
+        for s in sliders:
+            # alternate right/left so the value stays near its default and never sticks at a bound
+            steps[s].append(await step_time(pg, s, "ArrowRight" if i % 2 == 0 else "ArrowLeft", timeout_ms))
+        await ctx.close()
+    all_steps = [x for v in steps.values() for x in v]
+    return {"open": summary(opens), "step": summary(all_steps), "by_control": {s: summary(v) for s, v in steps.items()}}
+
+
+async def concurrent(browser, url: str, path: str, slider: str, sessions: int, steps: int,
+                     timeout_ms: float) -> dict:
+    """`sessions` contexts open `path` together and step one slider `steps` times each; reruns pooled."""
+    async def one(i: int) -> tuple[list[float], str | None]:
+        try:
+            _, (ctx, pg) = await open_time(browser, f"{url}/{path}", timeout_ms)
+        except Exception as exc:  # a page that failed to open is counted, not fatal
+            return [], f"{type(exc).__name__}: {str(exc)[:80]}"
+        out = []
+        try:
+            for j in range(steps):
+                out.append(await step_time(pg, slider, "ArrowRight" if j % 2 == 0 else "ArrowLeft", timeout_ms))
+        except Exception as exc:
+            return out, f"{type(exc).__name__}: {str(exc)[:80]}"
+        finally:
+            await ctx.close()
+        return out, None
+
+    results = await asyncio.gather(*(one(i) for i in range(sessions)))
+    reruns = [x for r, _ in results for x in r]
+    return {"sessions": sessions, "steps": steps, "page": path, "slider": slider, **percentiles(reruns),
+            "failed": [e for _, e in results if e]}
+
+
+# ------------------------------------------------------------------------------------------- numbers ----
+def summary(xs: list[float]) -> dict:
+    """Median, min, max and count of a list of seconds."""
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def percentiles(xs: list[float]) -> dict:
+    """p50 and p95 (nearest rank) of a list of seconds; NaN when empty."""
+    if not xs:
+        return {"p50": float("nan"), "p95": float("nan"), "n": 0}
+    s = sorted(xs)
+    return {"p50": statistics.median(s), "p95": s[min(len(s) - 1, int(round(0.95 * len(s) + 0.5)) - 1)], "n": len(s)}
+
+
+def table(rows: dict, floor: dict) -> str:
+    """The printed table: open and step medians (min-max) and their ratio to the floor."""
+    lines = ["| page | open s (min-max) | x floor | step s (min-max) | x floor |", "|---|---|---|---|---|"]
+    for name, r in {"minimal app": floor, **rows}.items():
+        o, s = r["open"], r["step"]
+        lines.append(f"| {name} | {o['median']:.2f} ({o['min']:.2f}-{o['max']:.2f}) | "
+                     f"{o['median'] / floor['open']['median']:.1f} | {s['median']:.2f} ({s['min']:.2f}-{s['max']:.2f}) "
+                     f"| {s['median'] / floor['step']['median']:.1f} |")
+    return "\n".join(lines)
+
+
+async def run(args) -> dict:
+    from playwright.async_api import async_playwright
+
+    pages = [p for p in args.pages.split(",") if p]
+    tmp = Path(tempfile.mkdtemp(prefix="ui_latency_"))
+    (tmp / "floor.py").write_text(MINIMAL_APP)
+    timeout_ms = args.timeout * 1000
+    out = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+           "load_before": load_average(), "repeats": args.repeats}
+    try:
+        async with async_playwright() as pw:
+            browser = await launch(pw)
+            with serve(tmp / "floor.py", tmp / "floor.log") as (url, _):
+                await open_time(browser, url, timeout_ms)  # warm the server
+                out["floor"] = await page_row(browser, url, "", ["floor__slider"], args.repeats, timeout_ms)
+            with serve(ROOT / "app.py", tmp / "app.log") as (url, proc):
+                rows = {}
+                for p in pages:
+                    _, (ctx, _pg) = await open_time(browser, f"{url}/{p}", timeout_ms)  # warm caches and imports
+                    await ctx.close()
+                    sliders = [f"{p}.{c}__slider" for c in CONTROLS[p]]
+                    try:
+                        rows[f"/{p}"] = await page_row(browser, url, p, sliders, args.repeats, timeout_ms)
+                    except Exception as exc:  # one page's failure is reported; the others are still measured
+                        print(f"/{p}: FAILED {type(exc).__name__}: {str(exc)[:160]}", flush=True)
+                        continue
+                    r = rows[f"/{p}"]
+                    print(f"/{p}: open {r['open']['median']:.2f} s, step {r['step']['median']:.2f} s "
+                          f"(load {load_average()})", flush=True)
+                out["pages"] = rows
+                if args.sessions > 0:
+                    cp = args.concurrent_page
+                    out["concurrent"] = await concurrent(browser, url, cp, f"{cp}.{CONTROLS[cp][0]}__slider",
+                                                         args.sessions, args.steps, timeout_ms)
+                out["server_rss_mb"] = rss_mb(proc.pid)
+            await browser.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out["load_after"] = load_average()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", default=",".join(CONTROLS), help="comma-separated, from " + ", ".join(CONTROLS))
+    ap.add_argument("--repeats", type=int, default=5, help="opens per page (each steps every main slider once)")
+    ap.add_argument("--sessions", type=int, default=8, help="concurrent sessions (0: skip)")
+    ap.add_argument("--steps", type=int, default=5, help="slider steps per concurrent session")
+    ap.add_argument("--concurrent-page", default="algebra", choices=list(CONTROLS))
+    ap.add_argument("--timeout", type=float, default=120, help="seconds any one wait may take")
+    ap.add_argument("--json", type=Path, help="write the results here")
+    args = ap.parse_args()
+    if not 1 <= args.repeats <= 50 or not 0 <= args.sessions <= 32 or not 1 <= args.steps <= 20:
+        raise SystemExit("--repeats 1..50, --sessions 0..32, --steps 1..20")
+    out = asyncio.run(run(args))
+    print(f"\nload average before {out['load_before']}, after {out['load_after']}; {out['cpus']} CPUs")
+    print(table(out["pages"], out["floor"]))
+    if "concurrent" in out:
+        c = out["concurrent"]
+        print(f"\n{c['sessions']} concurrent sessions on /{c['page']}, {c['steps']} steps each: rerun p50 "
+              f"{c['p50']:.2f} s, p95 {c['p95']:.2f} s over {c['n']}; failed: {len(c['failed'])}; "
+              f"server RSS {out['server_rss_mb']:.0f} MB")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
