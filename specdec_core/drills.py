@@ -154,13 +154,23 @@ def _gen_tree_tokens(rng: np.random.Generator) -> dict:
     return {"rates": rates, "branching": [int(rng.integers(1, len(rates) + 1)) for _ in range(int(rng.integers(2, 4)))]}
 
 
-def rule_tv(rule: str, p: list[float], q: list[float], k: int) -> float:
-    """TV(emitted law, p) of a multi-draft rule (specdec_core.multidraft) or Medusa's typical acceptance
+def rule_law(rule: str, p: list[float], q: list[float], k: int) -> np.ndarray:
+    """The emitted law (V,) of a multi-draft rule (specdec_core.multidraft) or of Medusa's typical acceptance
     (candidates sampled, or the draft's top-k) at its default thresholds."""
     if rule in ("typical", "typical_top"):
-        return float(typical_distribution(p, q, k, candidates=SAMPLED if rule == "typical" else TOP).tv_to_p)
-    law = multidraft_distribution(p, q, k, rule)[0]
-    return float(0.5 * np.abs(law - np.asarray(p)).sum())
+        return np.asarray(typical_distribution(p, q, k, candidates=SAMPLED if rule == "typical" else TOP).law)
+    return np.asarray(multidraft_distribution(p, q, k, rule)[0])
+
+
+def rule_tv(rule: str, p: list[float], q: list[float], k: int) -> float:
+    """TV(emitted law, p) = 1/2 sum |law - p| of a rule (see rule_law)."""
+    return float(0.5 * np.abs(rule_law(rule, p, q, k) - np.asarray(p)).sum())
+
+
+def tree_depth_masses(d: dict) -> np.ndarray:
+    """P(depth i of the draft tree is accepted) = prod_{j<=i} S(b_j), S(b) = a_1 + ... + a_b; (D,)."""
+    rates = np.asarray(d["rates"], dtype=float)
+    return np.cumprod([rates[:b].sum() for b in d["branching"]])
 
 
 def _gen_exact_rule(rng: np.random.Generator) -> dict:

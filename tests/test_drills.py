@@ -310,3 +310,18 @@ def test_messages_never_echo_what_was_typed():
     for typed in ("**bold** [x](http://e)", ":red[x]", "$x$"):
         assert typed not in dr.grade(d, typed).message
     assert "[x]" not in dr.grade(dr.make_drill("compare", 1), "[x]").message
+
+
+def test_tree_depth_masses_sum_to_the_answer_minus_the_root():
+    for seed in ("classroom", "1", "2", "3"):
+        d = dr.make_drill("tree_tokens", seed)
+        assert 1 + dr.tree_depth_masses(d.params).sum() == pytest.approx(d.answer(), abs=1e-12)
+
+
+def test_rule_law_is_a_law_and_the_exact_rule_emits_p():
+    d = dr.make_drill("exact_rule", "classroom")
+    p = np.asarray(d.params["p"])
+    for side in "AB":
+        law = dr.rule_law(d.params[side], d.params["p"], d.params["q"], d.params["k"])
+        assert law.sum() == pytest.approx(1.0) and (law >= 0).all()
+        assert np.allclose(law, p) == (side == d.answer())            # negative control: the other is biased

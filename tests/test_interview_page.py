@@ -288,3 +288,53 @@ def test_bad_urls_give_no_traceback(app_test, query):
     at = app_test(PAGE, **query)
     _no_exception(at)
     assert at.title[0].value == "Interview prep"
+
+
+# ------------------------------------------------ every kind's solution ----
+def _right(d: dr.Drill) -> str:
+    a = d.answer()
+    return str(a) if d.answer_type != "number" else f"{a:.4f}"
+
+
+def _wrong(d: dr.Drill) -> str:
+    a = d.answer()
+    if d.answer_type == "choice":
+        return "B" if a == "A" else "A"
+    return str(a + 3) if d.answer_type == "integer" else f"{2 * a + 1:.4f}"
+
+
+def _answer(at, d: dr.Drill, text: str) -> None:
+    if d.answer_type == "choice":
+        at.radio(key=f"ans_{d.kind}").set_value(text).run()
+    else:
+        at.text_input(key=f"ans_{d.kind}").input(text).run()
+
+
+@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+@pytest.mark.parametrize("how", ["right", "wrong"])
+def test_every_kind_answered_shows_its_solution_and_figure(app_test, kind, how):
+    """The reviewer's crash: the tree drill answered right raised KeyError 'p' from the figure, and every
+    later rerun of that session too. Each kind's worked solution and figure render, and survive a rerun."""
+    at = _drills(app_test)
+    d = dr.make_drill(kind, "classroom")
+    _answer(at, d, _right(d) if how == "right" else _wrong(d))
+    at.button(key=f"chk_{kind}").click().run()
+    _no_exception(at)
+    verdicts = at.success if how == "right" else at.error
+    assert len(verdicts) == 1, [v.value for v in verdicts]
+    assert any(dt.solution(d)[-1] in c.value for c in at.code)
+    assert len(at.get("plotly_chart")) == 1                                  # the drill on its curve
+    at.run()                                                                  # a later rerun still renders
+    _no_exception(at)
+
+
+@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+def test_every_kind_revealed_in_classroom_mode(app_test, kind):
+    at = app_test(PAGE, part="Drills", classroom="true")
+    d = dr.make_drill(kind, dr.CLASSROOM_SEED)
+    _answer(at, d, _right(d))
+    at.button(key=f"lock_{kind}").click().run()
+    at.button(key=f"rev_{kind}").click().run()
+    _no_exception(at)
+    assert any(dt.solution(d)[-1] in c.value for c in at.code)
+    assert len(at.get("plotly_chart")) == 1
