@@ -139,16 +139,17 @@ def gap_sentence(m: Measured, spread_over: RepeatSummary) -> str:
         gap = f"Measured is {1 - r.ratio:.0%} below predicted. " + _gap_factors(s) + " "
     else:
         gap = f"Measured is {r.ratio - 1:.0%} above predicted. " + _gap_factors(s) + " "
-    if spread_over.repeats < 2:
+    sp = spread_over
+    if sp.repeats < 2:
         tail = "One repeat gives no spread to judge the noise by; use 3 or more."
     elif r.noisy:
-        tail = (f"The spread over the {spread_over.repeats} repeats is wide (per repeat, measured {fmt_spread(spread_over.measured, 2, 'x')}, "
-                f"predicted {fmt_spread(spread_over.predicted, 2, 'x')}): part of this gap is noise; use more tokens or "
-                "repeats, or a quieter machine.")
+        tail = (f"The spread over the {sp.repeats} repeats is wide (per repeat, measured "
+                f"{fmt_spread(sp.measured, 2, 'x')}, predicted {fmt_spread(sp.predicted, 2, 'x')}): part of this gap "
+                "is noise; use more tokens or repeats, or a quieter machine.")
     else:
-        tail = f"The {spread_over.repeats} repeats agree within {max(spread_over.measured.relative(), spread_over.predicted.relative()):.0%}."
+        tail = f"The {sp.repeats} repeats agree within {max(sp.measured.relative(), sp.predicted.relative()):.0%}."
     if r.short:
-        tail += f" And with {fmt(spread_over.rounds.lo, 0)} rounds in the shortest repeat, the run is too short for its numbers."
+        tail += f" And with {fmt(sp.rounds.lo, 0)} rounds in the shortest repeat, the run is too short for its numbers."
     return head + gap + tail
 
 
