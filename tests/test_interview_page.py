@@ -11,6 +11,7 @@ import pytest
 from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
+from specdec_core.drill_mistakes import mistakes
 from ui.controls import widget_key
 
 PAGE = "views/interview.py"
@@ -95,18 +96,48 @@ def test_drill_answered_right_then_wrong_is_graded_each_time_but_scored_once(app
 
 
 def test_copying_the_shown_solution_does_not_raise_the_score(app_test):
-    """The reviewer's exploit: answer wrong, read the worked solution, type its number. The score stays 0."""
+    """The reviewer's exploit: answer wrong twice, read the worked solution, type its number. The score stays 0."""
     at = _drills(app_test)
     d = dr.make_drill("speedup", "classroom")
-    at.text_input(key="ans_speedup").input("9").run()
-    at.button(key="chk_speedup").click().run()
+    for _ in range(2):                                                        # a retry, then the solution
+        at.text_input(key="ans_speedup").input("9").run()
+        at.button(key="chk_speedup").click().run()
     assert any(f"= {d.answer():.2f}x" in c.value for c in at.code)            # the solution is on screen
     at.text_input(key="ans_speedup").input(f"{d.answer():.2f}").run()
     at.button(key="chk_speedup").click().run()
     _no_exception(at)
     assert [s.value for s in at.success] == [f"Right: {d.answer():.4g}."]     # graded ...
     assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}"                  # ... but not scored
-    assert any("Scored on your first answer (not right)" in c.value for c in at.caption)
+    assert any("Scored not right" in c.value for c in at.caption)
+
+
+def test_wrong_answer_gets_its_diagnosis_then_one_retry(app_test):
+    """The reviewer's case: 1.65 to the speedup drill is E[N] before dividing by the cost. It is named, the answer
+    stays hidden, and the retry (right here) scores."""
+    at = _drills(app_test)
+    d = dr.make_drill("speedup", "classroom")                                  # alpha 0.65, gamma 1: E[N] 1.65
+    at.text_input(key="ans_speedup").input("1.65").run()
+    at.button(key="chk_speedup").click().run()
+    _no_exception(at)
+    err = at.error[0].value
+    assert "E[N] before dividing by the cost" in err and dr.RETRY_TEXT in err and f"{d.answer():.4g}" not in err
+    assert not at.code and at.metric[1].value == f"0 / {len(dr.DRILL_KINDS)}"  # no solution, not scored yet
+    assert "give_speedup" in [b.key for b in at.button]
+    at.text_input(key="ans_speedup").input(f"{d.answer():.3f}").run()
+    at.button(key="chk_speedup").click().run()
+    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert any(dt.solution(d)[-1] in c.value for c in at.code)
+
+
+def test_show_the_answer_after_a_wrong_try_reveals_and_scores_wrong(app_test):
+    at = _drills(app_test)
+    d = dr.make_drill("tokens", "classroom")
+    at.text_input(key="ans_tokens").input("1").run()
+    at.button(key="chk_tokens").click().run()
+    at.button(key="give_tokens").click().run()
+    _no_exception(at)
+    assert at.error[0].value.startswith(f"Not quite: the answer is {d.answer():.4g}.")
+    assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}" and at.metric[1].value == f"1 / {len(dr.DRILL_KINDS)}"
 
 
 def test_invalid_input_before_the_first_answer_does_not_freeze_the_score(app_test):
@@ -144,8 +175,9 @@ def test_score_counts_several_drills_and_a_choice(app_test):
     at.radio(key="ans_compare").set_value(winner).run()
     at.button(key="chk_compare").click().run()
     loser = "B" if winner == "A" else "A"
-    at.text_input(key="ans_alpha_pq").input("0.1").run()
-    at.button(key="chk_alpha_pq").click().run()
+    for _ in range(2):                                                        # wrong, and wrong on the retry
+        at.text_input(key="ans_alpha_pq").input("0.1").run()
+        at.button(key="chk_alpha_pq").click().run()
     _no_exception(at)
     assert at.metric[0].value == f"2 / {len(dr.DRILL_KINDS)}"
     assert at.metric[1].value == f"3 / {len(dr.DRILL_KINDS)}"
@@ -317,15 +349,33 @@ def test_every_kind_answered_shows_its_solution_and_figure(app_test, kind, how):
     later rerun of that session too. Each kind's worked solution and figure render, and survive a rerun."""
     at = _drills(app_test)
     d = dr.make_drill(kind, "classroom")
-    _answer(at, d, _right(d) if how == "right" else _wrong(d))
-    at.button(key=f"chk_{kind}").click().run()
-    _no_exception(at)
+    for _ in range(1 if how == "right" else 2):                              # a wrong answer has one retry
+        _answer(at, d, _right(d) if how == "right" else _wrong(d))
+        at.button(key=f"chk_{kind}").click().run()
+        _no_exception(at)
     verdicts = at.success if how == "right" else at.error
     assert len(verdicts) == 1, [v.value for v in verdicts]
     assert any(dt.solution(d)[-1] in c.value for c in at.code)
     assert len(at.get("plotly_chart")) == 1                                  # the drill on its curve
     at.run()                                                                  # a later rerun still renders
     _no_exception(at)
+
+
+@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+def test_every_kind_wrong_in_a_common_way_is_diagnosed_then_retried(app_test, kind):
+    """Each kind's first common mistake, typed as the answer: its diagnosis shows, the answer does not."""
+    at = _drills(app_test)
+    d = dr.make_drill(kind, "classroom")
+    m = next(m for m in mistakes(kind, d.params) if dr.diagnose(d, _typed(m.value)))
+    _answer(at, d, _typed(m.value))
+    at.button(key=f"chk_{kind}").click().run()
+    _no_exception(at)
+    assert [e.value for e in at.error] == [f"Not quite: that looks like {m.looks_like}. {dr.RETRY_TEXT}"]
+    assert not at.code and not at.get("plotly_chart")
+
+
+def _typed(value) -> str:
+    return value if isinstance(value, str) else (str(value) if isinstance(value, int) else f"{value:.4f}")
 
 
 @pytest.mark.parametrize("kind", dr.DRILL_KINDS)
