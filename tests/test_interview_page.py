@@ -12,6 +12,7 @@ from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
 from specdec_core.drill_mistakes import mistakes
+from ui import interview_widgets as w
 from ui.controls import widget_key
 
 PAGE = "views/interview.py"
@@ -285,6 +286,11 @@ def test_thirty_second_practice(app_test):
     _no_exception(at)
     assert not at.info or at.info[0].value != ic.THIRTY_SECOND_ANSWER      # hidden while practising
     assert any("s left" in p.proto.text for p in at.get("progress"))
+    assert not at.checkbox and not any(p in m.value for p in ic.KEY_PHRASES for m in at.markdown)  # not given away
+    at.session_state[w.T0] = at.session_state[w.T0] - ic.PRACTICE_SECONDS - 1    # the timer runs out
+    at.run()
+    _no_exception(at)
+    assert at.session_state[w.RUNNING] is False and len(at.checkbox) == len(ic.KEY_PHRASES)
     at.checkbox(key="phrase_0").check().run()
     at.checkbox(key="phrase_4").check().run()
     assert any(p.proto.text == f"2 of {len(ic.KEY_PHRASES)} key phrases" for p in at.get("progress"))

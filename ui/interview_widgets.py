@@ -200,7 +200,8 @@ T0, RUNNING = "iv_t0", "iv_running"
 
 
 def render_thirty_seconds() -> None:
-    """The answer (the same text as on the home page), then a timed practice with its key phrases to tick off."""
+    """The answer (the same text as on the home page), then a timed practice; its key phrases to tick off show only
+    when the timer is not running (shown during it, they would give the answer away)."""
     st.subheader("Say it in 30 seconds")
     running = session_default(RUNNING, False)
     if not running:
@@ -215,8 +216,10 @@ def render_thirty_seconds() -> None:
     st.button("Start a 30-second practice" if not running else "Restart", key="practice_start",
               on_click=_start, icon=":material/timer:")
     if running:
-        st.caption("The model answer is hidden while you practise. Speak out loud.")
+        st.caption("The model answer and its key phrases are hidden while you practise. Speak out loud; "
+                   "tick what you said when the timer ends.")
         _countdown()
+        return
     st.markdown("**Key phrases: tick what you said**")
     ticked = sum(bool(st.checkbox(p, key=f"phrase_{i}")) for i, p in enumerate(ic.KEY_PHRASES))
     st.progress(ticked / len(ic.KEY_PHRASES), text=f"{ticked} of {len(ic.KEY_PHRASES)} key phrases")
