@@ -394,3 +394,37 @@ def test_every_kind_revealed_in_classroom_mode(app_test, kind):
     _no_exception(at)
     assert any(dt.solution(d)[-1] in c.value for c in at.code)
     assert len(at.get("plotly_chart")) == 1
+
+
+# ---------------------------------------------------------- mock interview ----
+def test_mock_interview_scores_and_names_topics_to_review_and_keeps_results(app_test):
+    from content import mock
+    from ui import interview_mock as im
+
+    at = app_test(PAGE, part="Mock interview")
+    _no_exception(at)
+    at.button(key="mock_start").click().run()
+    _no_exception(at)
+    m, _ = at.session_state[im.ACTIVE]
+    assert len(m.drills) == mock.N_DRILLS and len(m.concepts) == mock.N_CONCEPTS
+    assert not at.code                                              # no worked solution while it runs
+    right, wrong = m.drills[0], m.drills[1]                        # one drill right, one wrong, the rest blank
+    for d, text in ((right, _right(right)), (wrong, _wrong(wrong))):
+        if d.answer_type == "choice":
+            at.radio(key=f"mock_ans_{d.kind}").set_value(text)
+        else:
+            at.text_input(key=f"mock_ans_{d.kind}").input(text)
+    q = m.concepts[0]
+    at.radio(key=f"mock_cq_{q.key}").set_value(q.answer_index)
+    for k in range(mock.PHRASES_TO_PASS):
+        at.checkbox(key=f"mock_phrase_{k}").check()
+    next(b for b in at.button if b.label == "Submit").click().run()   # the form sends everything at once
+    _no_exception(at)
+    results = at.session_state[im.RESULTS]
+    assert len(results) == 1 and results[0].points == 3 and results[0].total == mock.N_DRILLS + mock.N_CONCEPTS + 1
+    review = " ".join(m.value for m in at.markdown)
+    assert f"Drill: {dr.DRILL_TITLES[wrong.kind]}" in review and f"Drill: {dr.DRILL_TITLES[right.kind]}" not in review
+    assert f"Concept: {m.concepts[1].trap}" in review and f"Concept: {q.trap}" not in review
+    assert at.metric[0].value == f"3 / {results[0].total}"
+    at.button(key="mock_start").click().run()                      # a second mock: the first result is kept
+    assert len(at.session_state[im.RESULTS]) == 1 and at.session_state[im.ACTIVE] is not None
