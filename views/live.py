@@ -210,6 +210,7 @@ def render() -> None:
     run_clicked = b1.button("Run the race", type="primary", key="run_btn", disabled=ids is None,
                             help=f"{settings.repeats} interleaved repeats of a speculative run and the "
                                  "autoregressive baseline, same pair, settings and length.")
+    run_clicked = bool(st.session_state.pop(lc.QUICK_RUN, False)) or run_clicked   # a demo button asked for it
     sweep_clicked = b2.button("Sweep gamma 1-8", key="sweep_btn", disabled=ids is None)
     b3.button("Stop", key="stop_btn", help="Stops a race or a sweep between two rounds and frees the model at once; "
                                            "changing any setting stops it too. What finished is kept.")
