@@ -39,5 +39,5 @@ with st.sidebar:
 
 step = tour_step(st.query_params.get(TOUR_PARAM))
 if step is not None:
-    tour_bar(step)  # around the page run, so the toured pages need no edits
+    tour_bar(step, page.url_path or "index")  # around the page run, so the toured pages need no edits
 page.run()

@@ -34,8 +34,30 @@ def start_link(label: str = "Take the 15-minute guided tour") -> None:
     st.page_link(first.page, label=label, icon=":material/tour:", query_params=step_params(1))
 
 
-def tour_bar(n: int) -> None:
-    """'Step n of M', the step's question and reveal, and Back / Next (or the end) as links."""
+def url_path(link: ic.Link) -> str:
+    """The url path of a link's page, as st.navigation names it (Home is 'index')."""
+    name = link.page.removeprefix("views/").removesuffix(".py")
+    return "index" if name == "home" else name
+
+
+def _go(n: int) -> None:
+    """Callback: step n on the page already open. A page link to the open page leaves its URL as it was, so
+    the step's params are written to the URL here and the page's bound controls read them on this rerun."""
+    st.query_params.update(step_params(n))
+
+
+def _neighbour(col, n: int, label: str, icon: str, current: str, key: str) -> None:
+    """A link to step n's page in its state; a button when step n is on the open page."""
+    link = ic.WALKTHROUGH[n - 1].link
+    if url_path(link) == current:
+        col.button(label, key=key, icon=icon, on_click=_go, args=(n,))
+    else:
+        col.page_link(link.page, label=label, icon=icon, query_params=step_params(n))
+
+
+def tour_bar(n: int, current: str = "") -> None:
+    """'Step n of M', the step's question and reveal, and Back / Next (or the end); ``current`` is the open
+    page's url path."""
     steps = ic.WALKTHROUGH
     s = steps[n - 1]
     with st.container(border=True, key="tour_bar"):
@@ -46,11 +68,9 @@ def tour_bar(n: int) -> None:
             st.markdown(ic.reveal_text(s))
         back, nxt, end = st.columns([1, 2, 1])
         if n > 1:
-            back.page_link(steps[n - 2].link.page, label="Back", icon=":material/arrow_back:",
-                           query_params=step_params(n - 1))
+            _neighbour(back, n - 1, "Back", ":material/arrow_back:", current, "tour_back")
         if n < len(steps):
-            nxt.page_link(steps[n].link.page, label=f"Next: {steps[n].title}", icon=":material/arrow_forward:",
-                          query_params=step_params(n + 1))
+            _neighbour(nxt, n + 1, f"Next: {steps[n].title}", ":material/arrow_forward:", current, "tour_next")
         else:
             nxt.markdown("**Done: you have been through the whole app.**")
         end.page_link("views/home.py", label="End the tour", icon=":material/close:")
