@@ -9,6 +9,7 @@ import streamlit as st
 
 from ui.controls import page_scope
 from ui.theme import register_template
+from ui.tour import TOUR_PARAM, start_link, tour_bar, tour_step
 
 st.set_page_config(page_title="specdec-lab", page_icon=":material/fast_forward:", layout="wide")
 register_template()
@@ -35,5 +36,9 @@ with st.sidebar:
         "specdec-lab teaches speculative decoding: the algebra, the roofline, the proof, and a real "
         "draft/target pair decoding live. Every number on screen is computed, not typed in."
     )
+    start_link()
 
+step = tour_step(st.query_params.get(TOUR_PARAM))
+if step is not None:
+    tour_bar(step, page.url_path or "index")  # around the page run, so the toured pages need no edits
 page.run()

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
+from specdec_core.drills import Drill
 from specdec_core.rejection import acceptance_rate
-from specdec_core.roofline import HARDWARE, crossover_batch
 
 
 @dataclass(frozen=True)
@@ -514,7 +514,7 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
         Link("views/roofline.py", {"hw": "H100 SXM", "mode": "bf16", "gamma": "3"}),
         "On an H100 SXM in BF16 with gamma = 3, at which batch does verification reach the ridge?",
         "B = ridge / (gamma + 1) = {crossover:.1f}, about 74: beyond it, extra draft tokens cost real compute.",
-        ("crossover", {"hw": "H100 SXM", "gamma": 3, "mode": "bf16"}),
+        ("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "bf16"}),
     ),
     WalkStep(
         "Precision moves the crossover",
@@ -523,7 +523,7 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
         "Now store weights in 8 bits but compute in BF16. Does the crossover batch go up, down or stay?",
         "It halves, to {crossover:.1f}: each weight byte now feeds 2 FLOPs per token, but the ridge is "
         "still the BF16 one. Native FP8 doubles the ridge too, so it stays near 74.",
-        ("crossover", {"hw": "H100 SXM", "gamma": 3, "mode": "w8a16"}),
+        ("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "w8a16"}),
     ),
     WalkStep(
         "A real pair, decoding",
@@ -560,7 +560,7 @@ def reveal_text(step: WalkStep) -> str:
     if kind == "alpha":
         values["alpha"] = float(acceptance_rate(d["p"], d["q"]))
     if kind == "crossover":
-        values["crossover"] = float(crossover_batch(HARDWARE[d["hw"]], d["gamma"], d["mode"]))
+        values["crossover"] = float(Drill("crossover", d).answer())   # the drills' own inputs and answer
     return step.reveal.format(**values)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup, step_cost
+from specdec_core.drill_mistakes import mistakes
 from specdec_core.multidraft import multidraft_distribution
 from specdec_core.rejection import acceptance_rate
 from specdec_core.roofline import HARDWARE, crossover_batch
@@ -60,11 +61,15 @@ class Drill:
 
 @dataclass(frozen=True)
 class Grade:
-    """The verdict on one response: valid (it parsed), correct, and a message for the student."""
+    """The verdict on one response: valid (it parsed), correct, a message for the student, and the common
+    mistake a wrong answer matches ('' when none does). final: the answer was shown (a right answer, or a
+    wrong one when no retry is left)."""
 
     valid: bool
     correct: bool
     message: str
+    mistake: str = ""
+    final: bool = True
 
 
 # ------------------------------------------------------------------ seeds ----
@@ -154,13 +159,23 @@ def _gen_tree_tokens(rng: np.random.Generator) -> dict:
     return {"rates": rates, "branching": [int(rng.integers(1, len(rates) + 1)) for _ in range(int(rng.integers(2, 4)))]}
 
 
-def rule_tv(rule: str, p: list[float], q: list[float], k: int) -> float:
-    """TV(emitted law, p) of a multi-draft rule (specdec_core.multidraft) or Medusa's typical acceptance
+def rule_law(rule: str, p: list[float], q: list[float], k: int) -> np.ndarray:
+    """The emitted law (V,) of a multi-draft rule (specdec_core.multidraft) or of Medusa's typical acceptance
     (candidates sampled, or the draft's top-k) at its default thresholds."""
     if rule in ("typical", "typical_top"):
-        return float(typical_distribution(p, q, k, candidates=SAMPLED if rule == "typical" else TOP).tv_to_p)
-    law = multidraft_distribution(p, q, k, rule)[0]
-    return float(0.5 * np.abs(law - np.asarray(p)).sum())
+        return np.asarray(typical_distribution(p, q, k, candidates=SAMPLED if rule == "typical" else TOP).law)
+    return np.asarray(multidraft_distribution(p, q, k, rule)[0])
+
+
+def rule_tv(rule: str, p: list[float], q: list[float], k: int) -> float:
+    """TV(emitted law, p) = 1/2 sum |law - p| of a rule (see rule_law)."""
+    return float(0.5 * np.abs(rule_law(rule, p, q, k) - np.asarray(p)).sum())
+
+
+def tree_depth_masses(d: dict) -> np.ndarray:
+    """P(depth i of the draft tree is accepted) = prod_{j<=i} S(b_j), S(b) = a_1 + ... + a_b; (D,)."""
+    rates = np.asarray(d["rates"], dtype=float)
+    return np.cumprod([rates[:b].sum() for b in d["branching"]])
 
 
 def _gen_exact_rule(rng: np.random.Generator) -> dict:
@@ -285,8 +300,43 @@ def accepts_whole_batch(drill: Drill, x: float) -> bool:
     return drill.kind == "crossover" and float(x).is_integer() and int(x) in neighbouring_integers(drill.answer())
 
 
-def grade(drill: Drill, response: str) -> Grade:
-    """Grade a typed response against the drill's computed answer. Nothing typed is echoed in the message."""
+def diagnose(drill: Drill, response: str) -> str:
+    """The common mistake a wrong response matches (drill_mistakes, within the drill tolerance), or ''."""
+    if drill.answer_type == "choice":
+        x: float | str = str(response).strip().upper()
+    else:
+        try:
+            x = parse_number(response)
+        except ValueError:
+            return ""
+    answer = drill.answer()
+    for m in mistakes(drill.kind, drill.params):
+        if isinstance(m.value, str) or isinstance(x, str):
+            hit = m.value == x
+        elif drill.answer_type == "integer":
+            hit = x == m.value and m.value != answer
+        else:
+            hit = within_tolerance(float(x), float(m.value)) and not within_tolerance(float(m.value), float(answer))
+        if hit:
+            return m.looks_like
+    return ""
+
+
+RETRY_TEXT = "One more try before the answer is shown."
+
+
+def _wrong(drill: Drill, response: str, shown: str, final: bool) -> Grade:
+    """A valid wrong answer: the diagnosis, then the answer (final) or a retry."""
+    why = diagnose(drill, response)
+    if not final:
+        return Grade(True, False, f"Not quite: that looks like {why}. {RETRY_TEXT}" if why else
+                     f"Not quite. {RETRY_TEXT}", why, final=False)
+    return Grade(True, False, shown + (f" Your answer looks like {why}." if why else ""), why)
+
+
+def grade(drill: Drill, response: str, final: bool = True) -> Grade:
+    """Grade a typed response against the drill's computed answer. Nothing typed is echoed in the message.
+    final=False: a wrong answer gets its diagnosis and a retry, not the answer."""
     answer = drill.answer()
     if not str(response).strip():
         return Grade(False, False, "Type an answer first.")
@@ -294,9 +344,9 @@ def grade(drill: Drill, response: str) -> Grade:
         choice = str(response).strip().upper()
         if choice not in ("A", "B"):
             return Grade(False, False, "That is not a choice: answer A or B.")
-        ok = choice == answer
         verdict = "is faster" if drill.kind == "compare" else "emits exactly p"
-        return Grade(True, ok, "Right." if ok else f"Not quite: {answer} {verdict}.")
+        return Grade(True, True, "Right.") if choice == answer else \
+            _wrong(drill, choice, f"Not quite: {answer} {verdict}.", final)
     comma = decimal_comma_message(response)
     if comma:
         return Grade(False, False, comma)
@@ -305,14 +355,15 @@ def grade(drill: Drill, response: str) -> Grade:
     except ValueError as exc:
         return Grade(False, False, str(exc))
     if drill.answer_type == "integer":
-        ok = x == answer
-        return Grade(True, ok, "Right." if ok else f"Not quite: the best gamma is {answer}.")
+        return Grade(True, True, "Right.") if x == answer else \
+            _wrong(drill, response, f"Not quite: the best gamma is {answer}.", final)
     exact = float(answer)
     if drill.kind == "crossover":
         either = " or ".join(str(b) for b in neighbouring_integers(exact))
         why = f"A batch is a whole number of requests, so {either} (either side of {exact:.4g}) counts as right."
         if within_tolerance(x, exact) or accepts_whole_batch(drill, x):
             return Grade(True, True, f"Right: the crossover is {exact:.4g}. {why}")
-        return Grade(True, False, f"Not quite: the crossover is {exact:.4g}. {why}")
-    ok = within_tolerance(x, exact)
-    return Grade(True, ok, f"Right: {exact:.4g}." if ok else f"Not quite: the answer is {exact:.4g}.")
+        return _wrong(drill, response, f"Not quite: the crossover is {exact:.4g}. {why}", final)
+    if within_tolerance(x, exact):
+        return Grade(True, True, f"Right: {exact:.4g}.")
+    return _wrong(drill, response, f"Not quite: the answer is {exact:.4g}.", final)

@@ -126,3 +126,15 @@ def test_the_keyed_option_is_not_given_away_by_its_length_or_place():
 def test_a_trap_label_does_not_repeat_the_question():
     for q in ic.CONCEPT_QUESTIONS:
         assert q.trap and q.trap.lower() not in q.question.lower(), q.key
+
+
+def test_walkthrough_crossover_inputs_are_drill_inputs():
+    """One key for the hardware (issue 28): a walkthrough step's crossover inputs are a drill's, answered by it."""
+    from specdec_core import drills as dr
+
+    steps = [s for s in ic.WALKTHROUGH if s.compute and s.compute[0] == "crossover"]
+    assert steps
+    for s in steps:
+        d = dr.Drill("crossover", s.compute[1])
+        assert set(s.compute[1]) == set(dr.make_drill("crossover", "classroom").params)
+        assert f"{d.answer():.1f}" in ic.reveal_text(s)

@@ -310,3 +310,75 @@ def test_messages_never_echo_what_was_typed():
     for typed in ("**bold** [x](http://e)", ":red[x]", "$x$"):
         assert typed not in dr.grade(d, typed).message
     assert "[x]" not in dr.grade(dr.make_drill("compare", 1), "[x]").message
+
+
+def test_tree_depth_masses_sum_to_the_answer_minus_the_root():
+    for seed in ("classroom", "1", "2", "3"):
+        d = dr.make_drill("tree_tokens", seed)
+        assert 1 + dr.tree_depth_masses(d.params).sum() == pytest.approx(d.answer(), abs=1e-12)
+
+
+def test_rule_law_is_a_law_and_the_exact_rule_emits_p():
+    d = dr.make_drill("exact_rule", "classroom")
+    p = np.asarray(d.params["p"])
+    for side in "AB":
+        law = dr.rule_law(d.params[side], d.params["p"], d.params["q"], d.params["k"])
+        assert law.sum() == pytest.approx(1.0) and (law >= 0).all()
+        assert np.allclose(law, p) == (side == d.answer())            # negative control: the other is biased
+
+
+# ------------------------------------------------------------- diagnosis ----
+from specdec_core.drill_mistakes import mistakes  # noqa: E402
+
+SEEDS = ("classroom", "1", "2", "3", "4", "5")
+
+
+def _typed(value) -> str:
+    return value if isinstance(value, str) else (str(value) if isinstance(value, int) else f"{value:.6f}")
+
+
+def test_the_reviewers_speedup_mistake_is_named_and_retried():
+    d = dr.make_drill("speedup", "classroom")                 # E[N] = 1.65, speedup 1.571
+    g = dr.grade(d, "1.65", final=False)
+    assert g.valid and not g.correct and not g.final and "before dividing by the cost" in g.mistake
+    assert "1.571" not in g.message and dr.RETRY_TEXT in g.message
+    shown = dr.grade(d, "1.65")
+    assert shown.final and shown.message.startswith("Not quite: the answer is 1.571.") and g.mistake in shown.message
+
+
+@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+def test_each_kind_has_mistakes_and_each_distinct_one_is_recognised(kind):
+    """Every kind has a common mistake on most seeds; typing a mistake's value is diagnosed as a mistake (the
+    first one it matches), and never when the value would pass as the answer."""
+    found = 0
+    for seed in SEEDS:
+        d = dr.make_drill(kind, seed)
+        for m in mistakes(kind, d.params):
+            why = dr.diagnose(d, _typed(m.value))
+            if dr.grade(d, _typed(m.value)).correct:
+                assert why == ""                              # a mistake equal to the answer is no mistake
+            else:
+                assert why, (seed, m)
+                found += 1
+    assert found >= len(SEEDS)
+
+
+@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+def test_right_answers_and_far_off_numbers_get_no_diagnosis(kind):
+    """Negative controls: the right answer is never called a mistake, and a number far from every mistake gets
+    the plain message."""
+    for seed in SEEDS:
+        d = dr.make_drill(kind, seed)
+        assert dr.diagnose(d, _typed(d.answer())) == ""
+        if d.answer_type != "choice":
+            g = dr.grade(d, "987", final=False)
+            assert g.mistake == "" and g.message == f"Not quite. {dr.RETRY_TEXT}"
+
+
+def test_v_equal_one_assumed_is_only_a_mistake_when_v_is_not_one():
+    d = dr.Drill("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 3.5})     # the seed's slowdown case
+    assumed = 3.3616 / 1.2                                                      # v = 1: 2.80
+    assert "v = 1 assumed" in dr.diagnose(d, f"{assumed:.3f}")
+    same = dr.Drill("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 1.0})
+    assert not any("v = 1" in m.looks_like for m in mistakes("speedup", same.params)
+                   if dr.diagnose(same, _typed(m.value)))

@@ -11,6 +11,8 @@ import pytest
 from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
+from specdec_core.drill_mistakes import mistakes
+from ui import interview_widgets as w
 from ui.controls import widget_key
 
 PAGE = "views/interview.py"
@@ -21,8 +23,9 @@ def _no_exception(at) -> None:
 
 
 def _links(at) -> list[tuple[str, dict[str, str]]]:
-    """(url path, query params) of every st.page_link on the current run."""
-    return [(pl.proto.page, dict(parse_qsl(pl.proto.query_string))) for pl in at.get("page_link")]
+    """(url path, query params) of every st.page_link on the current run, but the sidebar's tour start."""
+    links = [(pl.proto.page, dict(parse_qsl(pl.proto.query_string))) for pl in at.get("page_link")]
+    return [x for x in links if "tour" not in x[1]]
 
 
 def _assert_page_took_params(app_test, link: ic.Link) -> None:
@@ -95,18 +98,48 @@ def test_drill_answered_right_then_wrong_is_graded_each_time_but_scored_once(app
 
 
 def test_copying_the_shown_solution_does_not_raise_the_score(app_test):
-    """The reviewer's exploit: answer wrong, read the worked solution, type its number. The score stays 0."""
+    """The reviewer's exploit: answer wrong twice, read the worked solution, type its number. The score stays 0."""
     at = _drills(app_test)
     d = dr.make_drill("speedup", "classroom")
-    at.text_input(key="ans_speedup").input("9").run()
-    at.button(key="chk_speedup").click().run()
+    for _ in range(2):                                                        # a retry, then the solution
+        at.text_input(key="ans_speedup").input("9").run()
+        at.button(key="chk_speedup").click().run()
     assert any(f"= {d.answer():.2f}x" in c.value for c in at.code)            # the solution is on screen
     at.text_input(key="ans_speedup").input(f"{d.answer():.2f}").run()
     at.button(key="chk_speedup").click().run()
     _no_exception(at)
     assert [s.value for s in at.success] == [f"Right: {d.answer():.4g}."]     # graded ...
     assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}"                  # ... but not scored
-    assert any("Scored on your first answer (not right)" in c.value for c in at.caption)
+    assert any("Scored not right" in c.value for c in at.caption)
+
+
+def test_wrong_answer_gets_its_diagnosis_then_one_retry(app_test):
+    """The reviewer's case: 1.65 to the speedup drill is E[N] before dividing by the cost. It is named, the answer
+    stays hidden, and the retry (right here) scores."""
+    at = _drills(app_test)
+    d = dr.make_drill("speedup", "classroom")                                  # alpha 0.65, gamma 1: E[N] 1.65
+    at.text_input(key="ans_speedup").input("1.65").run()
+    at.button(key="chk_speedup").click().run()
+    _no_exception(at)
+    err = at.error[0].value
+    assert "E[N] before dividing by the cost" in err and dr.RETRY_TEXT in err and f"{d.answer():.4g}" not in err
+    assert not at.code and at.metric[1].value == f"0 / {len(dr.DRILL_KINDS)}"  # no solution, not scored yet
+    assert "give_speedup" in [b.key for b in at.button]
+    at.text_input(key="ans_speedup").input(f"{d.answer():.3f}").run()
+    at.button(key="chk_speedup").click().run()
+    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert any(dt.solution(d)[-1] in c.value for c in at.code)
+
+
+def test_show_the_answer_after_a_wrong_try_reveals_and_scores_wrong(app_test):
+    at = _drills(app_test)
+    d = dr.make_drill("tokens", "classroom")
+    at.text_input(key="ans_tokens").input("1").run()
+    at.button(key="chk_tokens").click().run()
+    at.button(key="give_tokens").click().run()
+    _no_exception(at)
+    assert at.error[0].value.startswith(f"Not quite: the answer is {d.answer():.4g}.")
+    assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}" and at.metric[1].value == f"1 / {len(dr.DRILL_KINDS)}"
 
 
 def test_invalid_input_before_the_first_answer_does_not_freeze_the_score(app_test):
@@ -144,8 +177,9 @@ def test_score_counts_several_drills_and_a_choice(app_test):
     at.radio(key="ans_compare").set_value(winner).run()
     at.button(key="chk_compare").click().run()
     loser = "B" if winner == "A" else "A"
-    at.text_input(key="ans_alpha_pq").input("0.1").run()
-    at.button(key="chk_alpha_pq").click().run()
+    for _ in range(2):                                                        # wrong, and wrong on the retry
+        at.text_input(key="ans_alpha_pq").input("0.1").run()
+        at.button(key="chk_alpha_pq").click().run()
     _no_exception(at)
     assert at.metric[0].value == f"2 / {len(dr.DRILL_KINDS)}"
     assert at.metric[1].value == f"3 / {len(dr.DRILL_KINDS)}"
@@ -253,6 +287,11 @@ def test_thirty_second_practice(app_test):
     _no_exception(at)
     assert not at.info or at.info[0].value != ic.THIRTY_SECOND_ANSWER      # hidden while practising
     assert any("s left" in p.proto.text for p in at.get("progress"))
+    assert not at.checkbox and not any(p in m.value for p in ic.KEY_PHRASES for m in at.markdown)  # not given away
+    at.session_state[w.T0] = at.session_state[w.T0] - ic.PRACTICE_SECONDS - 1    # the timer runs out
+    at.run()
+    _no_exception(at)
+    assert at.session_state[w.RUNNING] is False and len(at.checkbox) == len(ic.KEY_PHRASES)
     at.checkbox(key="phrase_0").check().run()
     at.checkbox(key="phrase_4").check().run()
     assert any(p.proto.text == f"2 of {len(ic.KEY_PHRASES)} key phrases" for p in at.get("progress"))
@@ -288,3 +327,105 @@ def test_bad_urls_give_no_traceback(app_test, query):
     at = app_test(PAGE, **query)
     _no_exception(at)
     assert at.title[0].value == "Interview prep"
+
+
+# ------------------------------------------------ every kind's solution ----
+def _right(d: dr.Drill) -> str:
+    a = d.answer()
+    return str(a) if d.answer_type != "number" else f"{a:.4f}"
+
+
+def _wrong(d: dr.Drill) -> str:
+    a = d.answer()
+    if d.answer_type == "choice":
+        return "B" if a == "A" else "A"
+    return str(a + 3) if d.answer_type == "integer" else f"{2 * a + 1:.4f}"
+
+
+def _answer(at, d: dr.Drill, text: str) -> None:
+    if d.answer_type == "choice":
+        at.radio(key=f"ans_{d.kind}").set_value(text).run()
+    else:
+        at.text_input(key=f"ans_{d.kind}").input(text).run()
+
+
+@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+@pytest.mark.parametrize("how", ["right", "wrong"])
+def test_every_kind_answered_shows_its_solution_and_figure(app_test, kind, how):
+    """The reviewer's crash: the tree drill answered right raised KeyError 'p' from the figure, and every
+    later rerun of that session too. Each kind's worked solution and figure render, and survive a rerun."""
+    at = _drills(app_test)
+    d = dr.make_drill(kind, "classroom")
+    for _ in range(1 if how == "right" else 2):                              # a wrong answer has one retry
+        _answer(at, d, _right(d) if how == "right" else _wrong(d))
+        at.button(key=f"chk_{kind}").click().run()
+        _no_exception(at)
+    verdicts = at.success if how == "right" else at.error
+    assert len(verdicts) == 1, [v.value for v in verdicts]
+    assert any(dt.solution(d)[-1] in c.value for c in at.code)
+    assert len(at.get("plotly_chart")) == 1                                  # the drill on its curve
+    at.run()                                                                  # a later rerun still renders
+    _no_exception(at)
+
+
+@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+def test_every_kind_wrong_in_a_common_way_is_diagnosed_then_retried(app_test, kind):
+    """Each kind's first common mistake, typed as the answer: its diagnosis shows, the answer does not."""
+    at = _drills(app_test)
+    d = dr.make_drill(kind, "classroom")
+    m = next(m for m in mistakes(kind, d.params) if dr.diagnose(d, _typed(m.value)))
+    _answer(at, d, _typed(m.value))
+    at.button(key=f"chk_{kind}").click().run()
+    _no_exception(at)
+    assert [e.value for e in at.error] == [f"Not quite: that looks like {m.looks_like}. {dr.RETRY_TEXT}"]
+    assert not at.code and not at.get("plotly_chart")
+
+
+def _typed(value) -> str:
+    return value if isinstance(value, str) else (str(value) if isinstance(value, int) else f"{value:.4f}")
+
+
+@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+def test_every_kind_revealed_in_classroom_mode(app_test, kind):
+    at = app_test(PAGE, part="Drills", classroom="true")
+    d = dr.make_drill(kind, dr.CLASSROOM_SEED)
+    _answer(at, d, _right(d))
+    at.button(key=f"lock_{kind}").click().run()
+    at.button(key=f"rev_{kind}").click().run()
+    _no_exception(at)
+    assert any(dt.solution(d)[-1] in c.value for c in at.code)
+    assert len(at.get("plotly_chart")) == 1
+
+
+# ---------------------------------------------------------- mock interview ----
+def test_mock_interview_scores_and_names_topics_to_review_and_keeps_results(app_test):
+    from content import mock
+    from ui import interview_mock as im
+
+    at = app_test(PAGE, part="Mock interview")
+    _no_exception(at)
+    at.button(key="mock_start").click().run()
+    _no_exception(at)
+    m, _ = at.session_state[im.ACTIVE]
+    assert len(m.drills) == mock.N_DRILLS and len(m.concepts) == mock.N_CONCEPTS
+    assert not at.code                                              # no worked solution while it runs
+    right, wrong = m.drills[0], m.drills[1]                        # one drill right, one wrong, the rest blank
+    for d, text in ((right, _right(right)), (wrong, _wrong(wrong))):
+        if d.answer_type == "choice":
+            at.radio(key=f"mock_ans_{d.kind}").set_value(text)
+        else:
+            at.text_input(key=f"mock_ans_{d.kind}").input(text)
+    q = m.concepts[0]
+    at.radio(key=f"mock_cq_{q.key}").set_value(q.answer_index)
+    for k in range(mock.PHRASES_TO_PASS):
+        at.checkbox(key=f"mock_phrase_{k}").check()
+    next(b for b in at.button if b.label == "Submit").click().run()   # the form sends everything at once
+    _no_exception(at)
+    results = at.session_state[im.RESULTS]
+    assert len(results) == 1 and results[0].points == 3 and results[0].total == mock.N_DRILLS + mock.N_CONCEPTS + 1
+    review = " ".join(m.value for m in at.markdown)
+    assert f"Drill: {dr.DRILL_TITLES[wrong.kind]}" in review and f"Drill: {dr.DRILL_TITLES[right.kind]}" not in review
+    assert f"Concept: {m.concepts[1].trap}" in review and f"Concept: {q.trap}" not in review
+    assert at.metric[0].value == f"3 / {results[0].total}"
+    at.button(key="mock_start").click().run()                      # a second mock: the first result is kept
+    assert len(at.session_state[im.RESULTS]) == 1 and at.session_state[im.ACTIVE] is not None

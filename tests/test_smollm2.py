@@ -303,7 +303,7 @@ def test_smol_tokenizer_protocol(smol) -> None:
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
     ids = tok.encode("Mr. Darcy")
     assert tok.decode(ids) == "Mr. Darcy" and "".join(tok.piece(i) for i in ids) == "Mr. Darcy"
-    assert tok.vocab_size == 49152 and tok.piece(2) == "<|im_end|>"
+    assert tok.vocab_size == 49152 and tok.piece(2) == "[end of turn]" and tok.decode([2]) == "<|im_end|>"
     turn = tok.chat("How do tides work?")
     assert tok.user_turn("How do tides work?") == turn and tok.user_turn(turn) == turn  # wrapped once, never twice
     assert turn.count("<|im_start|>") == 3 and turn.endswith("<|im_start|>assistant\n")  # system, user, assistant

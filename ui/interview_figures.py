@@ -30,7 +30,8 @@ def _speedup_curve(fig: go.Figure, cfg: dict, name: str, colour: str) -> None:
 
 
 def drill_figure(drill: dr.Drill, large: bool = False) -> go.Figure:
-    """The drill on its curve: E[N] or speedup vs alpha, speedup vs gamma, intensity vs batch, or p and q."""
+    """The drill on its curve: E[N] or speedup vs alpha, speedup vs gamma, intensity vs batch, p and q, the
+    tree's depth masses, or each verifier's emitted law against p. Every kind has a branch (a test checks)."""
     d, k = drill.params, drill.kind
     if k == "tokens":
         fig = new_figure("E[N] against alpha", xaxis_title="alpha", yaxis_title="tokens per pass")
@@ -71,7 +72,20 @@ def drill_figure(drill: dr.Drill, large: bool = False) -> go.Figure:
                                  line=dict(dash="dash", color=ROLE_COLOUR["threshold"])))
         fig.add_trace(go.Scatter(x=[b_star], y=[r], name=f"crossover B = {b_star:.1f}", mode="markers",
                                  marker=dict(size=13, symbol="diamond", color=ROLE_COLOUR["predicted"])))
-    else:  # alpha_pq
+    elif k == "tree_tokens":
+        depth = np.arange(1, len(d["branching"]) + 1)
+        fig = new_figure("Chance each depth of the tree is accepted", xaxis_title="depth",
+                         yaxis_title="P(a path reaches it)", yaxis_range=[0, 1.05])
+        fig.add_trace(go.Bar(x=depth, y=dr.tree_depth_masses(d), marker_color=ROLE_COLOUR["accepted"],
+                             name="prod S(b_i)"))
+    elif k == "exact_rule":
+        x = [f"token {i}" for i in range(len(d["p"]))]
+        fig = new_figure("Each rule's emitted law against p", yaxis_title="probability", barmode="group")
+        fig.add_trace(go.Bar(x=x, y=d["p"], name="p (target)", marker_color=ROLE_COLOUR["target"]))
+        for side, colour, shape in (("A", OKABE_ITO[4], "/"), ("B", OKABE_ITO[6], "x")):
+            fig.add_trace(go.Bar(x=x, y=dr.rule_law(d[side], d["p"], d["q"], d["k"]), name=f"{side} emits",
+                                 marker_color=colour, marker_pattern_shape=shape))
+    elif k == "alpha_pq":
         p, q = np.array(d["p"]), np.array(d["q"])
         x = [f"token {i}" for i in range(len(p))]
         fig = new_figure("p, q and their overlap min(p, q)", yaxis_title="probability", barmode="group")
@@ -86,4 +100,6 @@ def drill_figure(drill: dr.Drill, large: bool = False) -> go.Figure:
                 marker_pattern_shape="/",
             )
         )
+    else:
+        raise ValueError(f"no figure for drill kind {k!r}")
     return _size(fig, large)

@@ -21,6 +21,7 @@ SCORE = "iv_score"          # {(seed, kind): bool}, the first graded verdict per
 GRADES = "iv_grades"        # {(seed, kind): Grade}
 LOCKED = "iv_locked"        # {(seed, kind): str}, classroom predictions committed before the reveal
 REVEALED = "iv_revealed"    # {(seed, kind)}
+TRIES = "iv_tries"          # {(seed, kind): int}, wrong answers that got a diagnosis and a retry
 
 
 def session_default(name: str, default):
@@ -66,8 +67,8 @@ def render_drills(seed: str, classroom: bool) -> None:
     mine = [ok for (s, _), ok in score.items() if s == seed]
     cols = st.columns([1, 1, 3])
     cols[0].metric("Score", f"{sum(mine)} / {len(dr.DRILL_KINDS)}",
-                   help="Your first graded answer to each drill of this set: after it the worked solution is shown, "
-                        "so later answers are checked but not scored.")
+                   help="Right within two tries: a wrong first answer gets a diagnosis and one retry; then the worked "
+                        "solution is shown, so later answers are checked but not scored.")
     cols[1].metric("Answered", f"{len(mine)} / {len(dr.DRILL_KINDS)}")
     cols[2].caption(f"Graded {dr.TOLERANCE_TEXT}. Answers rounded to two decimals always pass; "
                     "typed units such as '2.8x' are fine; write decimals with a point (2.53, not 2,53).")
@@ -81,17 +82,27 @@ def render_drills(seed: str, classroom: bool) -> None:
                 _graded(drill, seed)
 
 
-def _record(drill: dr.Drill, seed: str, response: str) -> None:
-    """Grade ``response`` and show the verdict. Invalid input is reported, not scored. The first valid answer
-    is the score: it reveals the worked solution, so a later answer is graded but cannot change the score."""
-    g = dr.grade(drill, response)
-    session_default(GRADES, {})[(seed, drill.kind)] = g
-    if g.valid:
-        session_default(SCORE, {}).setdefault((seed, drill.kind), g.correct)
+def _record(drill: dr.Drill, seed: str, response: str, final: bool | None = None) -> None:
+    """Grade ``response`` and keep the verdict. Invalid input is reported, not scored. A first wrong answer gets
+    its diagnosis and one retry; the answer that shows the solution (right, or the retry) is the score, and
+    later answers are graded but cannot change it."""
+    key = (seed, drill.kind)
+    shown = key in session_default(SCORE, {})
+    tries = session_default(TRIES, {})
+    g = dr.grade(drill, response, final=True if shown else bool(final or tries.get(key, 0) >= 1))
+    session_default(GRADES, {})[key] = g
+    if g.valid and not g.final:
+        tries[key] = tries.get(key, 0) + 1
+    if g.valid and g.final:
+        session_default(SCORE, {}).setdefault(key, g.correct)
 
 
 def _on_check(drill: dr.Drill, seed: str) -> None:
     _record(drill, seed, st.session_state.get(f"ans_{drill.kind}", ""))
+
+
+def _on_give_up(drill: dr.Drill, seed: str) -> None:
+    _record(drill, seed, st.session_state.get(f"ans_{drill.kind}", ""), final=True)
 
 
 def _answer_box(drill: dr.Drill, label: str, disabled: bool = False) -> None:
@@ -115,11 +126,14 @@ def _graded(drill: dr.Drill, seed: str) -> None:
         st.success(g.message, icon=":material/check_circle:")
     else:
         st.error(g.message, icon=":material/cancel:")
-    if g.valid:
-        first = session_default(SCORE, {}).get((seed, drill.kind))
-        st.caption(f"Scored on your first answer ({'right' if first else 'not right'}): the solution below "
-                   "appeared after it, so later answers are checked but do not change the score.")
-        _solution(drill, large=False)
+    first = session_default(SCORE, {}).get((seed, drill.kind))
+    if first is None:
+        if session_default(TRIES, {}).get((seed, drill.kind)):
+            st.button("Show the answer", key=f"give_{drill.kind}", on_click=_on_give_up, args=(drill, seed))
+        return
+    st.caption(f"Scored {'right' if first else 'not right'}: the solution below is shown, so later answers are "
+               "checked but do not change the score.")
+    _solution(drill, large=False)
 
 
 def _predict_then_reveal(drill: dr.Drill, seed: str) -> None:
@@ -141,7 +155,7 @@ def _predict_then_reveal(drill: dr.Drill, seed: str) -> None:
     if key not in revealed:
         def _reveal() -> None:
             st.session_state[REVEALED].add(key)
-            _record(drill, seed, locked[key])
+            _record(drill, seed, locked[key], final=True)
 
         st.button("Reveal the answer", key=f"rev_{drill.kind}", on_click=_reveal, type="primary")
         return
@@ -186,7 +200,8 @@ T0, RUNNING = "iv_t0", "iv_running"
 
 
 def render_thirty_seconds() -> None:
-    """The answer (the same text as on the home page), then a timed practice with its key phrases to tick off."""
+    """The answer (the same text as on the home page), then a timed practice; its key phrases to tick off show only
+    when the timer is not running (shown during it, they would give the answer away)."""
     st.subheader("Say it in 30 seconds")
     running = session_default(RUNNING, False)
     if not running:
@@ -201,8 +216,10 @@ def render_thirty_seconds() -> None:
     st.button("Start a 30-second practice" if not running else "Restart", key="practice_start",
               on_click=_start, icon=":material/timer:")
     if running:
-        st.caption("The model answer is hidden while you practise. Speak out loud.")
+        st.caption("The model answer and its key phrases are hidden while you practise. Speak out loud; "
+                   "tick what you said when the timer ends.")
         _countdown()
+        return
     st.markdown("**Key phrases: tick what you said**")
     ticked = sum(bool(st.checkbox(p, key=f"phrase_{i}")) for i, p in enumerate(ic.KEY_PHRASES))
     st.progress(ticked / len(ic.KEY_PHRASES), text=f"{ticked} of {len(ic.KEY_PHRASES)} key phrases")

@@ -4,6 +4,7 @@ import streamlit as st
 
 from content.interview_content import THIRTY_SECOND_ANSWER
 from specdec_core.algebra import expected_tokens, speedup
+from ui.tour import start_link
 
 # The seed document's worked case.
 ALPHA, GAMMA, C, V = 0.7, 3, 0.1, 1.0
@@ -56,6 +57,7 @@ def render() -> None:
                  icon=":material/timer:", query_params={"part": "30-second"})
 
     st.subheader("Explore")
+    start_link("Take the 15-minute guided tour: each page in a chosen state, step by step")
     st.page_link("views/algebra.py", label="Algebra: alpha, gamma, c, v and the speedup", icon=":material/functions:")
     st.page_link("views/roofline.py", label="Roofline: why batch 1 leaves compute idle", icon=":material/speed:")
     st.page_link("views/proof.py", label="Proof: the emitted law is exactly p", icon=":material/verified:")

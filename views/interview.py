@@ -1,5 +1,6 @@
 """Interview prep: the checklist, graded drills, concept questions, the 30-second answer, flashcards,
-a guided walkthrough, and a classroom mode for a projector. Content and answers come from specdec_core.
+a timed mock interview, a guided walkthrough, and a classroom mode for a projector. Content and answers
+come from specdec_core.
 
 URL: ?part=Drills&seed=classroom&classroom=true (also ?classroom=1), ?part=Flashcards&card=3,
 ?part=Walkthrough&step=2.
@@ -14,9 +15,10 @@ from content import interview_content as ic
 from specdec_core import drills as dr
 from ui import interview_widgets as w
 from ui.controls import bound_radio, bound_text, bound_toggle, set_value, slider_input
+from ui.interview_mock import render_mock
 from ui.safe_text import md
 
-PARTS = ("Checklist", "Drills", "Concepts", "30-second", "Flashcards", "Walkthrough")
+PARTS = ("Checklist", "Drills", "Concepts", "30-second", "Mock interview", "Flashcards", "Walkthrough")
 
 
 def classroom_toggle() -> bool:
@@ -82,6 +84,8 @@ def render() -> None:
         w.render_concepts()
     elif part == "30-second":
         w.render_thirty_seconds()
+    elif part == "Mock interview":
+        render_mock()
     elif part == "Flashcards":
         st.subheader("Flashcards: one per formula")
         index = slider_input("Card", "card", 1, len(ic.FLASHCARDS), 1, 1)

@@ -8,7 +8,8 @@ import streamlit as st
 import torch
 
 from gpu_demo.measure import batch as lb
-from specdec_core.repeats import summarise_repeats
+from specdec_core.measure import Measured
+from specdec_core.repeats import RepeatSummary, summarise_repeats
 from ui.controls import bound_toggle, get_value, number_box, set_value
 from ui.live import constraint_panel as lcp
 from ui.live import controls as lc
@@ -107,8 +108,8 @@ def step_view(rec: lr.RunRecord) -> list:
     return shown
 
 
-def race_view(rec: lr.RunRecord, s) -> None:
-    """Both texts of repeat 0, the greedy check over every finished repeat, and the race's medians and reading."""
+def race_view(rec: lr.RunRecord, m: Measured, s: RepeatSummary) -> None:
+    """Both texts of repeat 0, the greedy check over every finished repeat, and the race's pooled reading."""
     st.subheader("Race against the autoregressive baseline")
     done = rec.finished_repeats()
     if not done:
@@ -128,7 +129,7 @@ def race_view(rec: lr.RunRecord, s) -> None:
     else:
         st.caption("Sampled runs use one random stream per run (repeat r uses seed + r), so the two texts differ; "
                    "each is a sample from p.")
-    lp.race_readout(s, rec.device_name)
+    lp.race_readout(m, s, rec.device_name)
 
 
 def show_run(rec: lr.RunRecord, settings: lr.Settings, step_mode: bool, out_ph, panel_ph):
@@ -149,8 +150,9 @@ def show_run(rec: lr.RunRecord, settings: lr.Settings, step_mode: bool, out_ph, 
     out_ph.html(lt.stream_html(prompt_shown(rec.settings), shown, piece, show_all_rejected=step_mode))
     with panel_ph.container():
         st.subheader("Measured panel")
-        lp.panel(lp.pooled(reps, rec.settings.gamma), s, lp.vllm_counts(reps, rec.settings.gamma))
-    race_view(rec, s)
+        m = lp.pooled(reps, rec.settings.gamma)     # the one statistic of the panel and the race
+        lp.panel(m, s, lp.vllm_counts(reps, rec.settings.gamma))
+    race_view(rec, m, s)
     return lp.measure_record(rec)
 
 
@@ -209,6 +211,7 @@ def render() -> None:
     run_clicked = b1.button("Run the race", type="primary", key="run_btn", disabled=ids is None,
                             help=f"{settings.repeats} interleaved repeats of a speculative run and the "
                                  "autoregressive baseline, same pair, settings and length.")
+    run_clicked = bool(st.session_state.pop(lc.QUICK_RUN, False)) or run_clicked   # a demo button asked for it
     sweep_clicked = b2.button("Sweep gamma 1-8", key="sweep_btn", disabled=ids is None)
     b3.button("Stop", key="stop_btn", help="Stops a race or a sweep between two rounds and frees the model at once; "
                                            "changing any setting stops it too. What finished is kept.")

@@ -18,6 +18,10 @@ from gpu_demo.models.gguf import LICENSE, SmolLM2, SmolLM2Unavailable, cache_dir
 from gpu_demo.pairs import Pair, damaged
 
 TURN_MARK = "<|im_start|>"  # opens every turn in SmolLM2's chat template
+END_OF_TURN = "<|im_end|>"  # closes every turn: the assistant's reply ends here
+# The template's markup tokens: any of them ends the assistant's turn (a model that skips <|im_end|> and opens
+# a new turn, or ends the text, has finished its reply too), and none is ever shown as reply text.
+MARKUP_NAMES: dict[str, str] = {END_OF_TURN: "[end of turn]", TURN_MARK: "[new turn]", "<|endoftext|>": "[end of text]"}
 
 
 class SmolTokenizer:
@@ -28,6 +32,10 @@ class SmolTokenizer:
         self.vocab_size = tokenizer.get_vocab_size()
         self.chat_template = chat_template
         self.eos_token_id = eos_token_id
+        ids = {name: tokenizer.token_to_id(name) for name in MARKUP_NAMES}
+        self.markup: dict[int, str] = {int(i): MARKUP_NAMES[n] for n, i in ids.items() if i is not None}
+        # (eos first: the GGUF's eos is <|im_end|>) the one stop set of every SmolLM2 run
+        self.stop_tokens: tuple[int, ...] = (eos_token_id, *sorted(set(self.markup) - {eos_token_id}))
 
     def encode(self, text: str) -> list[int]:
         """Byte-level BPE ids (any text is representable; special tokens such as <|im_start|> are recognised)."""
@@ -38,8 +46,16 @@ class SmolTokenizer:
         return self.tk.decode(list(ids), skip_special_tokens=False)
 
     def piece(self, token_id: int) -> str:
-        """Display text of one token (a partial UTF-8 byte shows as U+FFFD)."""
+        """Display text of one token (a partial UTF-8 byte shows as U+FFFD); a template markup token shows as
+        its name in words ('[end of turn]'), never as '<|im_end|>'."""
+        if int(token_id) in self.markup:
+            return self.markup[int(token_id)]
         return self.tk.decode([int(token_id)], skip_special_tokens=False)
+
+    def reply(self, ids: list[int] | tuple[int, ...]) -> str:
+        """The reply's text: ids up to the first stop token (excluded), special tokens dropped."""
+        cut = next((i for i, t in enumerate(ids) if t in self.stop_tokens), len(ids))
+        return self.tk.decode(list(ids[:cut]), skip_special_tokens=True)
 
     def chat(self, user: str, system: str | None = None) -> str:
         """The chat-template prompt for one user turn, ready for the assistant's reply."""
@@ -83,8 +99,13 @@ def shared_target(device: torch.device, dtype: torch.dtype, max_len: int) -> Smo
         return _TARGETS[key]
 
 
+def tokenizer_of(smol: SmolLM2) -> SmolTokenizer:
+    """The pair's tokenizer, which holds the one stop set (stop_tokens) of every SmolLM2 run."""
+    return SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
+
+
 def pair_info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
-    """Facts for display."""
+    """Facts for display; stop_tokens is what every caller (CLI, live page, race, constraint panel) stops at."""
     return {
         "target": "SmolLM2-135M-Instruct (Q4_1 GGUF dequantised)",
         "target_params": smol.model.num_params(),
@@ -94,7 +115,7 @@ def pair_info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
         "license": LICENSE,
         "load_s": round(smol.load_seconds, 2),
         "from_cache": smol.from_cache,
-        "stop_tokens": [smol.eos_token_id],
+        "stop_tokens": list(tokenizer_of(smol).stop_tokens),
         "chat": True,
     }
 
@@ -107,7 +128,7 @@ def load_lookup_pair(
     dt = _dtype(device, dtype)
     max_len, max_ngram, min_ngram = int(max_len), int(max_ngram), int(min_ngram)
     smol = shared_target(device, dt, max_len)
-    tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
+    tok = tokenizer_of(smol)
     drafter = LookupDrafter(smol.model.vocab_size, max_ngram=max_ngram, min_ngram=min_ngram)
     info = pair_info(smol, dt, f"prompt lookup (n-gram {min_ngram}..{max_ngram})")
     return Pair("smollm2-lookup", smol.model, drafter, tok, device, info)
@@ -127,7 +148,7 @@ def target_and_draft(
         draft = load(smol.model, max_len=int(max_len))
     except Exception as exc:  # the readers' own messages do not say which file
         raise damaged(files, exc) from exc
-    return smol, dt, draft, SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
+    return smol, dt, draft, tokenizer_of(smol)
 
 
 def load_draft_pair(device: torch.device, dtype: torch.dtype | str | None = None, max_len: int | str = 2048) -> Pair:

@@ -23,7 +23,7 @@ from specdec_core.measure import acceptance_probability
 from ui.controls import bound_radio, bound_select, bound_text, bound_toggle, get_value, number_box
 from ui.live import tokens as lt
 from ui.live.queue import decode_threads
-from ui.live.runner import Settings, SharedPair, prompt_ids
+from ui.live.runner import Settings, SharedPair, prompt_ids, stop_tokens
 from ui.safe_text import md
 
 OWN = "own"
@@ -86,7 +86,7 @@ def decode(sp: SharedPair, ids: list[int], s: Settings, constraint: C.Constraint
     out = Outcome()
     try:
         for ev in speculative(pair.target, pair.drafter, ids, n_new, s.gamma, s.target_sampling(),
-                              s.draft_sampling(), seed=s.seed, stop_tokens=pair.info.get("stop_tokens", ()),
+                              s.draft_sampling(), seed=s.seed, stop_tokens=stop_tokens(sp),
                               constraint=constraint, forget=forget):
             out.events.append(ev)
     except C.ConstraintError as exc:

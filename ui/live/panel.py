@@ -7,6 +7,7 @@ adapter), medians and spreads from ``specdec_core.repeats``, vLLM's quantities f
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -84,13 +85,20 @@ FACTOR_NAMES = {"accept": "the acceptance draw", "spec_round": "per-round overhe
                 "base_step": "the baseline's own overhead"}
 
 
+def race_reading(m: Measured, s: RepeatSummary) -> tuple[RepeatSummary, GapReading]:
+    """The race read from one statistic: every repeat's rounds and tokens pooled (m, so measured / predicted and
+    its three factors are one run's exact numbers); the noise and the short-run flag from the repeats (s)."""
+    one = summarise_repeats([m])
+    return one, dataclasses.replace(read_gap(one), noisy=s.noisy(), short=s.short())
+
+
 def _gap_factors(s: RepeatSummary) -> str:
-    """measured / predicted as the product of its three factors (medians over repeats), the largest named."""
+    """measured / predicted as the product of its three factors (of the pooled run), the largest named."""
     f = {k: getattr(s, k).median for k in FACTOR_NAMES}
     ms = 1e3 * s.overhead_s_per_round.median
     text = (
         f"Measured / predicted = {fmt(f['accept'], 2)} x {fmt(f['spec_round'], 2)} x {fmt(f['base_step'], 2)} "
-        f"(medians over repeats): {fmt(f['accept'], 2)} from the acceptance draw ({fmt(s.tokens_per_pass.median, 2)} "
+        f": {fmt(f['accept'], 2)} from the acceptance draw ({fmt(s.tokens_per_pass.median, 2)} "
         f"tokens per round against the E[N] of the measured alpha_j), {fmt(f['spec_round'], 2)} from per-round "
         f"overhead the algebra does not model ({fmt(ms, 2)} ms per round outside the draft and verify passes: "
         f"sampling, the acceptance test, cache rollback, Python), {fmt(f['base_step'], 2)} from the baseline's own "
@@ -102,9 +110,10 @@ def _gap_factors(s: RepeatSummary) -> str:
     return text
 
 
-def gap_sentence(s: RepeatSummary, reading: GapReading | None = None) -> str:
-    """What the race says: how far measured is from predicted, what the gap is made of, slowdowns named."""
-    r = reading or read_gap(s)
+def gap_sentence(m: Measured, spread_over: RepeatSummary) -> str:
+    """What the race says, from the pooled run m: how far measured is from predicted, what the gap is made of,
+    slowdowns named; the spread over the repeats (spread_over) says how much of it is noise."""
+    s, r = race_reading(m, spread_over)
     if r.kind == "no-baseline":
         return ("No measured speedup yet: the baseline did not run to its end (the race stopped before it), so "
                 "there is nothing to set the prediction against.")
@@ -123,50 +132,54 @@ def gap_sentence(s: RepeatSummary, reading: GapReading | None = None) -> str:
                    f"The algebra predicted {fmt(r.predicted, 2, 'x')}. "))
     else:
         head = f"Measured {fmt(r.measured, 2, 'x')} against predicted {fmt(r.predicted, 2, 'x')}. "
+    head = (f"Pooled over the {spread_over.repeats} repeats: " if spread_over.repeats > 1 else "") + head
     if r.kind == "match":
         gap = f"Measured is {r.ratio:.0%} of predicted, within {CLOSE:.0%}. " + _gap_factors(s) + " "
     elif r.kind == "below":
         gap = f"Measured is {1 - r.ratio:.0%} below predicted. " + _gap_factors(s) + " "
     else:
         gap = f"Measured is {r.ratio - 1:.0%} above predicted. " + _gap_factors(s) + " "
-    if s.repeats < 2:
+    sp = spread_over
+    if sp.repeats < 2:
         tail = "One repeat gives no spread to judge the noise by; use 3 or more."
     elif r.noisy:
-        tail = (f"The spread over the {s.repeats} repeats is wide (measured {fmt_spread(s.measured, 2, 'x')}, "
-                f"predicted {fmt_spread(s.predicted, 2, 'x')}): part of this gap is noise; use more tokens or "
-                "repeats, or a quieter machine.")
+        tail = (f"The spread over the {sp.repeats} repeats is wide (per repeat, measured "
+                f"{fmt_spread(sp.measured, 2, 'x')}, predicted {fmt_spread(sp.predicted, 2, 'x')}): part of this gap "
+                "is noise; use more tokens or repeats, or a quieter machine.")
     else:
-        tail = f"The {s.repeats} repeats agree within {max(s.measured.relative(), s.predicted.relative()):.0%}."
+        tail = f"The {sp.repeats} repeats agree within {max(sp.measured.relative(), sp.predicted.relative()):.0%}."
     if r.short:
-        tail += f" And with {fmt(s.rounds.lo, 0)} rounds in the shortest repeat, the run is too short for its numbers."
+        tail += f" And with {fmt(sp.rounds.lo, 0)} rounds in the shortest repeat, the run is too short for its numbers."
     return head + gap + tail
 
 
 # ------------------------------------------------------------------------------------------ drawing
 
 
-def metrics_row(s: RepeatSummary) -> None:
-    """Tokens per pass, alpha, c, v, tokens/s and the two speedups as st.metric: medians over the repeats."""
-    n = f"median of {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
+def metrics_row(m: Measured, s: RepeatSummary) -> None:
+    """Tokens per pass, alpha, c, v, tokens/s and the two speedups as st.metric: the pooled run m (one statistic,
+    so the alpha here is the chart's, and measured / predicted is the sentence's); each help gives the range over
+    the repeats (s)."""
+    n = f"pooled over {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
 
     def rng(x: Spread, d: int) -> str:
-        return f"{n}; range {fmt(x.lo, d)} to {fmt(x.hi, d)}. " if x.n > 1 else f"{n}. "
+        return f"{n}; per repeat {fmt(x.lo, d)} to {fmt(x.hi, d)}. " if x.n > 1 else f"{n}. "
 
     cols = st.columns(4)
-    cols[0].metric("tokens per target pass", fmt(s.tokens_per_pass.median, 2),
+    cols[0].metric("tokens per target pass", fmt(m.tokens_per_pass, 2),
                    help=rng(s.tokens_per_pass, 2) + "emitted tokens / verification rounds")
-    cols[1].metric("alpha (constant fit)", fmt(s.alpha.median, 3),
+    cols[1].metric("alpha (constant fit)", fmt(m.alpha_const, 3),
                    help=rng(s.alpha, 3) + "accepted drafts / drafted positions reached")
-    cols[2].metric("c measured", fmt(s.c.median, 4),
+    cols[2].metric("c measured", fmt(m.c, 4),
                    help=rng(s.c, 4) + "draft seconds per drafted token / baseline seconds per token")
-    cols[3].metric("v measured", fmt(s.v.median, 3),
+    cols[3].metric("v measured", fmt(m.v, 3),
                    help=rng(s.v, 3) + "verify seconds per round / baseline seconds per token")
     cols = st.columns(4)
-    cols[0].metric("tokens/s speculative", fmt(s.spec_tokens_per_s.median, 1), help=rng(s.spec_tokens_per_s, 1))
-    cols[1].metric("tokens/s autoregressive", fmt(s.base_tokens_per_s.median, 1), help=rng(s.base_tokens_per_s, 1))
-    cols[2].metric("predicted speedup", fmt(s.predicted.median, 2, "x"),
+    cols[0].metric("tokens/s speculative", fmt(m.spec_tokens_per_s, 1), help=rng(s.spec_tokens_per_s, 1))
+    cols[1].metric("tokens/s autoregressive", fmt(m.base_tokens_per_s, 1), help=rng(s.base_tokens_per_s, 1))
+    cols[2].metric("predicted speedup", fmt(m.predicted_speedup, 2, "x"),
                    help=rng(s.predicted, 2) + "speedup_positional(alpha_j, c, v) from specdec_core.algebra")
-    cols[3].metric("measured speedup", fmt(s.measured.median, 2, "x"),
+    cols[3].metric("measured speedup", fmt(m.measured_speedup, 2, "x"),
                    help=rng(s.measured, 2) + "baseline seconds per token / speculative seconds per token "
                                              "(wall clock in the decoder)")
 
@@ -218,27 +231,29 @@ def panel(m: Measured, s: RepeatSummary, counts: SpecDecodeCounts, figures: bool
     ``m`` pools the repeats' rounds (for alpha_j and the histogram); ``key`` keeps chart keys unique when the
     panel is redrawn several times in one script run (live).
     """
-    metrics_row(s)
+    metrics_row(m, s)
     vllm_block(counts, m.alphas, table=figures, key=key)
-    st.caption(f"{m.rounds} rounds, {m.tokens} tokens over {s.repeats} repeat(s). Predicted with the constant fit "
-               f"instead of alpha_j: {fmt(m.predicted_speedup_const, 2, 'x')}; E[N] from alpha_j: "
-               f"{fmt(m.expected_tokens, 3)}.")
+    st.caption(f"{m.rounds} rounds, {m.tokens} tokens over {s.repeats} repeat(s), pooled. The prediction uses "
+               f"alpha_j (E[N] = {fmt(m.expected_tokens, 3)}); the constant fit alpha is drawn for comparison only.")
     if figures and m.rounds:
         left, right = st.columns(2)
         left.plotly_chart(alpha_figure(m.alphas, m.reached, m.alpha_const), key=f"fig_alpha{key}")
         right.plotly_chart(length_figure(m.length_counts, m.pmf_const, m.pmf_positional), key=f"fig_len{key}")
 
 
-def race_readout(s: RepeatSummary, device: str) -> None:
-    """The race's medians with their spread, where they were measured, the short-run flag and the gap sentence."""
-    st.markdown(f"**Predicted** {fmt_spread(s.predicted, 2, 'x')} against **measured** "
-                f"{fmt_spread(s.measured, 2, 'x')}: median (min–max) of {s.repeats} interleaved repeat(s), "
-                f"batch 1, this device ({device}).")
+def race_readout(m: Measured, s: RepeatSummary, device: str) -> None:
+    """The race from the pooled run m (one statistic, named), the spread over the repeats s, where it was
+    measured, the short-run flag and the gap sentence."""
+    spread = (f" Per repeat, measured ran {fmt_spread(s.measured, 2, 'x')} and predicted "
+              f"{fmt_spread(s.predicted, 2, 'x')} (median, min–max)." if s.repeats > 1 else "")
+    st.markdown(f"**Predicted** {fmt(m.predicted_speedup, 2, 'x')} against **measured** "
+                f"{fmt(m.measured_speedup, 2, 'x')}: every round and token of the {s.repeats} interleaved "
+                f"repeat(s) pooled, batch 1, this device ({device}).{spread}")
     if s.short():
         st.warning(f"Too short for its numbers: {SHORT_TEXT}. Use 200+ tokens.")
-    st.markdown(gap_sentence(s))
-    if device.startswith("cpu") and math.isfinite(s.v.median):
-        st.caption(cpu_v_note(s.v.median))
+    st.markdown(gap_sentence(m, s))
+    if device.startswith("cpu") and math.isfinite(m.v):
+        st.caption(cpu_v_note(m.v))
     spread_table(s)
 
 

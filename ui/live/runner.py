@@ -209,6 +209,12 @@ def timed(gen: Iterator[RoundEvent]) -> Iterator[tuple[RoundEvent, float]]:
         gen.close()  # an interrupted run releases the generator (and the model) at once
 
 
+def stop_tokens(sp: SharedPair) -> tuple[int, ...]:
+    """The pair's stop set (an instruct model's end of turn): speculative run and baseline stop at the same token."""
+    assert sp.pair is not None
+    return tuple(sp.pair.info.get("stop_tokens", ()))
+
+
 def spec_events(sp: SharedPair, s: Settings, ids: list[int], gamma: int | None = None,
                 seed: int | None = None) -> Iterator[RoundEvent]:
     """The engine's speculative generator for these settings (gamma and seed may be overridden)."""
@@ -216,7 +222,7 @@ def spec_events(sp: SharedPair, s: Settings, ids: list[int], gamma: int | None =
     return speculative(
         sp.pair.target, sp.pair.drafter, ids, int(s.max_new), gamma=int(gamma or s.gamma),
         sampling=s.target_sampling(), draft_sampling=s.draft_sampling(),
-        seed=int(s.seed if seed is None else seed),
+        seed=int(s.seed if seed is None else seed), stop_tokens=stop_tokens(sp),
     )
 
 
@@ -225,7 +231,7 @@ def base_events(sp: SharedPair, s: Settings, ids: list[int], n_tokens: int,
     """The engine's autoregressive generator, same target, settings and seed, n_tokens long."""
     assert sp.pair is not None
     return autoregressive(sp.pair.target, ids, int(n_tokens), sampling=s.target_sampling(),
-                          seed=int(s.seed if seed is None else seed))
+                          seed=int(s.seed if seed is None else seed), stop_tokens=stop_tokens(sp))
 
 
 def run_pair(sp: SharedPair, s: Settings, ids: list[int], rep: Repeat, n_base: int,

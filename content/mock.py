@@ -1,0 +1,75 @@
+"""A mock interview: a timed mixed set (numeric drills, concept questions, the 30-second answer), its score and
+the topics to review. Plain data and selection; every answer is graded by specdec_core.drills or the content's
+own check_choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from content import interview_content as ic
+from specdec_core import drills as dr
+
+N_DRILLS, N_CONCEPTS = 4, 3
+TIME_LIMIT_S = 10 * 60            # a first-round screen's budget for this much
+PHRASES_TO_PASS = 6               # of the 30-second answer's key phrases
+
+
+@dataclass(frozen=True)
+class MockSet:
+    """The questions of one mock interview, fixed by its seed."""
+
+    seed: str
+    drills: tuple[dr.Drill, ...]
+    concepts: tuple[ic.ConceptQuestion, ...]
+
+
+@dataclass(frozen=True)
+class MockResult:
+    """A finished mock: points per part, the time it took, and what to review."""
+
+    seed: str
+    points: int
+    total: int
+    seconds: float
+    review: tuple[str, ...] = field(default=())
+
+    @property
+    def over_time(self) -> bool:
+        """True when it took longer than the time limit."""
+        return self.seconds > TIME_LIMIT_S
+
+
+def mock_set(seed: str) -> MockSet:
+    """N_DRILLS drill kinds and N_CONCEPTS concept questions drawn by the seed (same seed, same interview)."""
+    rng = np.random.default_rng(dr.seed_to_int(f"mock:{seed}"))
+    kinds = rng.choice(len(dr.DRILL_KINDS), size=N_DRILLS, replace=False)
+    qs = rng.choice(len(ic.CONCEPT_QUESTIONS), size=N_CONCEPTS, replace=False)
+    return MockSet(seed, tuple(dr.make_drill(dr.DRILL_KINDS[int(k)], seed) for k in sorted(kinds)),
+                   tuple(ic.CONCEPT_QUESTIONS[int(i)] for i in sorted(qs)))
+
+
+def score(m: MockSet, answers: dict[str, str], picks: dict[str, int | None], phrases: int,
+          seconds: float) -> MockResult:
+    """One point per right drill (graded at once, no retry), per right concept, and one for saying at least
+    PHRASES_TO_PASS key phrases; the topics to review are the missed ones' titles and traps."""
+    review: list[str] = []
+    points = 0
+    for d in m.drills:
+        ok = dr.grade(d, answers.get(d.kind, "")).correct
+        points += ok
+        if not ok:
+            review.append(f"Drill: {dr.DRILL_TITLES[d.kind]}")
+    for q in m.concepts:
+        pick = picks.get(q.key)
+        ok = pick is not None and ic.check_choice(q, pick)[0]
+        points += ok
+        if not ok:
+            review.append(f"Concept: {q.trap}")
+    said = phrases >= PHRASES_TO_PASS
+    points += said
+    if not said:
+        review.append("The 30-second answer: practise it until you say its key phrases")
+    return MockResult(m.seed, int(points), len(m.drills) + len(m.concepts) + 1, float(seconds), tuple(review))

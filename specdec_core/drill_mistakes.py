@@ -1,0 +1,165 @@
+"""The common wrong answers of each drill kind, each computed from the drill's inputs by the same core functions.
+
+A mistake is (what it looks like, the value it produces). ``specdec_core.drills.grade`` names the mistake a
+wrong answer matches (within the drill tolerance), so a student hears "that is E[N] before dividing by the
+cost" instead of only the right number. A mistake whose value equals the answer (v = 1 assumed, when v is 1)
+cannot be told apart from a right answer and is dropped. Choice drills (A or B) get the reason the wrong
+choice is tempting, computed the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup, step_cost
+from specdec_core.rejection import total_variation
+from specdec_core.roofline import HARDWARE, flops_per_weight_byte, ridge
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A tempting wrong rule: what it looks like in words, and the number (or choice) it gives for this drill."""
+
+    looks_like: str
+    value: float | int | str
+
+
+def _tokens(d: dict) -> list[Mistake]:
+    a, g = d["alpha"], d["gamma"]
+    n = float(expected_tokens(a, g))
+    return [
+        Mistake("you forgot the bonus (or correction) token: every pass emits one target token on top of the "
+                "accepted drafts, so E[N] counts 1 + alpha + ... + alpha^gamma", n - 1.0),
+        Mistake("gamma instead of gamma + 1 in the exponent: the sum runs over gamma + 1 terms, "
+                "(1 - alpha^(gamma+1)) / (1 - alpha)", float(expected_tokens(a, g - 1)) if g >= 1 else float("nan")),
+        Mistake("alpha x gamma + 1: the drafts are not accepted independently, the first rejection ends the "
+                "round, so token i needs all i before it (alpha^i, the product)", a * g + 1.0),
+        Mistake("gamma + 1: that is the ceiling at alpha = 1, when every draft is accepted", float(g + 1)),
+    ]
+
+
+def _speedup_cfg(cfg: dict) -> list[Mistake]:
+    a, g, c, v = cfg["alpha"], cfg["gamma"], cfg["c"], cfg["v"]
+    n, cost = float(expected_tokens(a, g)), float(step_cost(g, c, v))
+    return [
+        Mistake("E[N] before dividing by the cost: a speculative step costs gamma c + v target steps, so "
+                "speedup = E[N] / (gamma c + v)", n),
+        Mistake(f"v = 1 assumed: verification here costs v = {v:g} target steps, not 1", n / float(step_cost(g, c))),
+        Mistake("you forgot the draft cost gamma c: the draft's gamma tokens are not free", n / v),
+        Mistake("you forgot the bonus token in E[N]: it is 1 + alpha + ... + alpha^gamma", (n - 1.0) / cost),
+        Mistake("(gamma + 1) c in the cost: the draft runs gamma times, not gamma + 1",
+                n / float(step_cost(g + 1, c, v))),
+    ]
+
+
+def _best_gamma(d: dict) -> list[Mistake]:
+    a, c, v = d["alpha"], d["c"], d["v"]
+    g_star = best_gamma(a, c, v, max_gamma=32)[0]
+    return [
+        Mistake("the longest draft: E[N] grows with gamma, but each draft token costs c, so the speedup peaks",
+                32),
+        Mistake("a neighbour of the peak: the curve is flat there, so compare speedup(gamma) at gamma - 1, gamma "
+                "and gamma + 1 exactly", g_star - 1),
+        Mistake("a neighbour of the peak: the curve is flat there, so compare speedup(gamma) at gamma - 1, gamma "
+                "and gamma + 1 exactly", g_star + 1),
+        Mistake(f"the best gamma with c = 0: with a free draft longer is always better; the cost c = {c:g} is what "
+                "sets the peak", best_gamma(a, 0.0, v, max_gamma=32)[0]),
+    ]
+
+
+def _break_even(d: dict) -> list[Mistake]:
+    g, c, v = d["gamma"], d["c"], d["v"]
+    out = [Mistake(f"v = 1 assumed: solve E[N] = gamma c + v with v = {v:g}", break_even_alpha(g, c, 1.0)),
+           Mistake("you forgot the draft cost: solve E[N] = gamma c + v, not E[N] = v", break_even_alpha(g, 0.0, v)),
+           Mistake("you forgot the bonus token: E[N] = 1 + alpha + ... + alpha^gamma, so the pass pays once "
+                   "E[N], not E[N] - 1, reaches gamma c + v", break_even_alpha(g, c, v + 1.0))]
+    return [m for m in out if m.value is not None]
+
+
+def _crossover(d: dict) -> list[Mistake]:
+    hw, g, mode = HARDWARE[d["hardware"]], d["gamma"], d["mode"]
+    r, k = ridge(hw, mode), flops_per_weight_byte(mode)
+    return [
+        Mistake("gamma instead of gamma + 1: a verify pass scores gamma drafts plus the bonus position, "
+                "gamma + 1 tokens per request", r / (k * g) if g else float("nan")),
+        Mistake(f"you left out the precision's FLOP per weight byte ({k:g} in this mode): intensity is "
+                f"{k:g} x B (gamma + 1)", r / (g + 1)),
+        Mistake("the ridge itself: the crossover divides it by the tokens each weight byte serves, k (gamma + 1)",
+                r),
+    ]
+
+
+def _alpha_pq(d: dict) -> list[Mistake]:
+    p, q = np.asarray(d["p"]), np.asarray(d["q"])
+    tv = float(total_variation(p, q))
+    return [
+        Mistake("TV(p, q), the mass that is rejected: alpha is 1 - TV = sum min(p, q)", tv),
+        Mistake("sum p x q, the chance two independent draws agree: acceptance keeps min(p, q) of each token",
+                float(p @ q)),
+        Mistake("sum max(p, q) = 1 + TV: alpha sums the smaller of the two", float(np.maximum(p, q).sum())),
+        Mistake("sum |p - q| without the half: that is 2 TV", 2.0 * tv),
+    ]
+
+
+def _compare(d: dict) -> list[Mistake]:
+    sa, sb = (float(speedup(x["alpha"], x["gamma"], x["c"], x["v"])) for x in (d["A"], d["B"]))
+    loser = "B" if sa > sb else "A"
+    out: list[Mistake] = []
+    n = {s: float(expected_tokens(d[s]["alpha"], d[s]["gamma"])) for s in "AB"}
+    if n[loser] > n["A" if loser == "B" else "B"]:
+        out.append(Mistake(f"you compared E[N] and forgot the cost: {loser} emits more tokens per pass but pays "
+                           "more for them (gamma c + v)", loser))
+    elif d[loser]["alpha"] > d["A" if loser == "B" else "B"]["alpha"]:
+        out.append(Mistake(f"you compared alpha alone: {loser} accepts more often, but gamma, c and v decide too",
+                           loser))
+    else:
+        out.append(Mistake("a guess from one input: compute E[N] / (gamma c + v) for both, the inputs pull "
+                           "against each other", loser))
+    return out
+
+
+def _tree_tokens(d: dict) -> list[Mistake]:
+    a, b = np.asarray(d["rates"], dtype=float), d["branching"]
+    s = np.array([a[:x].sum() for x in b])               # (D,) S(b_d): chance some child at depth d is kept
+    return [
+        Mistake("you forgot the bonus (or correction) token: E[N] starts at 1", float(np.cumprod(s).sum())),
+        Mistake("per-depth S(b) added without the product: depth d is reached only if every depth above it was, "
+                "so its term is S(b_1) x ... x S(b_d)", 1.0 + float(s.sum())),
+        Mistake("only the top-ranked child (a chain with a_1): the other children at a depth add their a_r",
+                1.0 + float(np.cumprod(np.full(len(b), a[0])).sum())),
+    ]
+
+
+_RULE_FLAWS = {
+    "no_update": "it keeps testing against p after a rejection: the second candidate must be tested against the "
+                 "residual r = (p - q)+ normalised",
+    "wor_ratio_q": "it draws without replacement but divides by the original q, not the renormalised law the "
+                   "candidate was really drawn from",
+    "typical": "Medusa's typical acceptance keeps a token when p clears a threshold, which is fast but changes the "
+               "law",
+    "typical_top": "Medusa's typical acceptance keeps a token when p clears a threshold, which is fast but changes "
+                   "the law",
+}
+
+
+def _exact_rule(d: dict) -> list[Mistake]:
+    wrong = d["B"] if d["A"] in ("iid", "wor") else d["A"]
+    side = "B" if wrong == d["B"] else "A"
+    return [Mistake(f"{side} looks plausible, but {_RULE_FLAWS[wrong]}", side)]
+
+
+_MISTAKES: dict[str, Callable[[dict], list[Mistake]]] = {
+    "tokens": _tokens, "speedup": _speedup_cfg, "best_gamma": _best_gamma, "break_even": _break_even,
+    "crossover": _crossover, "alpha_pq": _alpha_pq, "compare": _compare, "tree_tokens": _tree_tokens,
+    "exact_rule": _exact_rule,
+}
+
+
+def mistakes(kind: str, params: dict) -> list[Mistake]:
+    """The tempting wrong answers of this drill kind for these inputs (non-finite values dropped)."""
+    out = _MISTAKES[kind](params)
+    return [m for m in out if isinstance(m.value, str) or np.isfinite(float(m.value))]
+
