@@ -90,7 +90,7 @@ async def run(args) -> dict:
             timeout_ms = args.timeout_s * 1000
             await ul.open_time(browser, f"{url}/algebra", timeout_ms)  # warm the server once
             for n in args.sessions:
-                r = await ul.concurrent(browser, url, "algebra", "alpha", n, 5, timeout_ms)
+                r = await ul.concurrent(browser, url, "algebra", "algebra.alpha__slider", n, 5, timeout_ms)
                 report["algebra"].append(r | {"rss_mb": ul.rss_mb(proc.pid)})
             if args.live:
                 report["live"] = await live_part(browser, url, args.live, timeout_ms)

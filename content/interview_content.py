@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from content.interview_senior import SENIOR_FLASHCARDS, SENIOR_QUESTIONS
 from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
 from specdec_core.drills import Drill
 from specdec_core.rejection import acceptance_rate
@@ -293,7 +294,8 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
             Option(
                 "The draft model cannot be batched the way the target can",
                 False,
-                "Drafts batch as well as targets do; the limit is the target's compute, not the draft.",
+                "A draft batches, but its own KV reads grow with batch and context, so c rises; what flips "
+                "the sign is the verify pass reaching the compute roof.",
             ),
         ),
     ),
@@ -355,7 +357,8 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
             ),
         ),
     ),
-)
+) + tuple(ConceptQuestion(key, trap, question, tuple(Option(*o) for o in options))
+        for key, trap, question, options in SENIOR_QUESTIONS)  # content.interview_senior
 
 
 # ----------------------------------------------------------- flashcards ----
@@ -411,7 +414,7 @@ FLASHCARDS: tuple[Flashcard, ...] = (
         r"I = k\,B\,(\gamma+1),\qquad B^\times = \frac{I^*}{k\,(\gamma+1)}",
         "k = 1 in BF16; k = 2 with 8-bit weights (FP8, or W8A16 at the BF16 ridge, which halves B).",
     ),
-)
+) + tuple(Flashcard(*card) for card in SENIOR_FLASHCARDS)  # content.interview_senior
 
 
 # ------------------------------------------------- the 30-second answer ----
