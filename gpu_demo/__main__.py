@@ -26,6 +26,7 @@ from gpu_demo.flags import (
 from gpu_demo.reports import write_report
 
 SHIPPED = Path(__file__).resolve().parent / "assets"
+MAX_OPTION_INT = 1 << 20  # an integer --pair-option (max_len, max_ngram, ...)
 
 
 def _coerce(key: str, value: str, annotation: str) -> object:
@@ -34,16 +35,20 @@ def _coerce(key: str, value: str, annotation: str) -> object:
 
     if "dtype" in annotation:
         dtype = getattr(torch, value, None)
-        if not isinstance(dtype, torch.dtype):
-            raise ValueError(f"--pair-option {key}={value}: not a torch dtype (for example float32, bfloat16)")
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(f"--pair-option {key}={value}: not a floating-point torch dtype (for example float32, "
+                             "bfloat16)")
         return dtype
     if "Path" in annotation:
         return Path(value)
     if "int" in annotation.split("|")[0]:
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
             raise ValueError(f"--pair-option {key}={value}: {key} must be an integer") from None
+        if not 1 <= number <= MAX_OPTION_INT:  # lengths and n-gram sizes: 0 used to read as damaged model files
+            raise ValueError(f"--pair-option {key}={value}: {key} must be in 1 to {MAX_OPTION_INT}")
+        return number
     return value
 
 
@@ -112,12 +117,11 @@ def _constraint_source(args: argparse.Namespace) -> tuple[str, str] | None:
     """(kind, source) from --regex / --json-schema FILE / --lark FILE, or None; ValueError if a file is unreadable."""
     if args.regex is not None:
         return "regex", args.regex
+    from gpu_demo.constraints import read_source
+
     for kind, path in (("json", args.json_schema), ("lark", args.lark)):
         if path is not None:
-            try:
-                return kind, Path(path).read_text()
-            except OSError as exc:
-                raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+            return kind, read_source(path, "JSON schema" if kind == "json" else "Lark grammar")
     return None
 
 
