@@ -8,8 +8,6 @@ Targets on the 2-core CPU machine: heatmap < 0.2 s, Monte Carlo < 0.2 s, page re
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import statistics
@@ -18,6 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.reports import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,10 +95,10 @@ def row(name: str, ts: list[float], target: float, what: str) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--json", type=Path, default=None, help="write the results as JSON to this path")
-    args = ap.parse_args()
+    add_json(ap)
+    args = parse(ap)
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None  # other jobs share the 2 cores
 
     rows = [
@@ -139,9 +140,7 @@ def main() -> None:
             "load_avg_before": load_before,
             "load_avg_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
-        print(f"wrote {args.json}")
+        print(f"wrote {write_report(args.json, {'meta': meta, 'results': rows}, 'bench/algebra_bench.py', args.force)}")
 
 
 if __name__ == "__main__":

@@ -15,19 +15,18 @@ For each pair and preset, the same prompt is decoded speculatively with and with
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
 from gpu_demo import constraints as C
 from gpu_demo.decode import run, speculative
 from gpu_demo.drafters import LookupDrafter
+from gpu_demo.flags import CliParser, add_json, parse
 from gpu_demo.measure.bench import environment
 from gpu_demo.measure.stats import mean_accepted_length, overall_alpha
+from gpu_demo.reports import write_report
 from gpu_demo.sampler import SamplingConfig
 from specdec_core.measure import acceptance_probability
 
@@ -109,15 +108,15 @@ def _line(r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", default="builtin,smollm2-draft", help="comma-separated: builtin, smollm2-draft")
     ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--seeds", type=int, default=3, help="runs per request (pooled)")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--json", metavar="PATH", default=None, help="write the full report as JSON")
-    args = ap.parse_args(argv)
+    add_json(ap)
+    args = parse(ap, argv)
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     print(HEADER)
@@ -125,10 +124,7 @@ def main(argv: list[str] | None = None) -> None:
                    args.seeds)
     report["bench_seconds"] = time.perf_counter() - t0
     if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report, indent=2, default=str) + "\n")
-        print(f"wrote {path}")
+        print(f"wrote {write_report(args.json, report, 'bench/constraint_bench.py', args.force)}")
 
 
 if __name__ == "__main__":

@@ -17,16 +17,15 @@ weight). The held-out replies are the training run's own held-out tail. Not part
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import torch
 from torch import nn
 
+from gpu_demo.flags import CliParser, add_json, parse
 from gpu_demo.models.eagle import EagleConfig, EagleHead
+from gpu_demo.reports import write_report
 from gpu_demo.training.eagle import (
     EagleTrainConfig,
     choose_out_ids,
@@ -86,14 +85,14 @@ def train_variant(name: str, target, train: list[Sample], val: list[Sample], cfg
 
 def main(argv: list[str] | None = None) -> dict:
     """CLI."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--train", type=int, default=640, help="training replies (the first N of the cached set)")
     ap.add_argument("--val", type=int, default=0, help="held-out replies used (0: the whole held-out tail)")
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--layers", default="2,14", help="the low and middle layers tapped (0-based, of 30)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json", type=Path, default=None)
-    args = ap.parse_args(argv)
+    add_json(ap)
+    args = parse(ap, argv)
     layers = tuple(int(x) for x in args.layers.split(","))
     if len(layers) != 2 or not all(0 <= i < 29 for i in layers) or args.train < 8 or args.steps < 1:
         raise SystemExit("--layers needs two layers in [0, 28]; --train >= 8; --steps >= 1")
@@ -127,8 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
               "steps": cfg.steps, "batch": cfg.batch, "threads": args.threads, "feature_seconds": round(feat_s, 1),
               "history": hist}
     if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-        print(f"wrote {args.json}")
+        print(f"wrote {write_report(args.json, report, 'bench/eagle_fused_probe.py', args.force)}")
     return report
 
 

@@ -14,18 +14,16 @@ stays near 1 (bench/verify_cost.py measures v on this machine).
 
 from __future__ import annotations
 
-import argparse
-import json
 from dataclasses import asdict
-from pathlib import Path
 
 import torch
 
-from gpu_demo.__main__ import gamma_list
 from gpu_demo.decode import autoregressive, speculative
 from gpu_demo.device import resolve_device, timed_once
+from gpu_demo.flags import CliParser, add_json, gamma_list, parse
 from gpu_demo.measure.bench import environment
 from gpu_demo.pairs import load_pair
+from gpu_demo.reports import write_report
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
 from gpu_demo.tree_decode import tree_speculative
@@ -91,7 +89,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> dict:
     """CLI."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gamma", type=gamma_list, default=gamma_list("2,3"), help="chain draft lengths")
     ap.add_argument("--trees", default="2;3;2,1;2,2;3,2", help="branching shapes, ';'-separated (b1,b2,..)")
     ap.add_argument("--temperature", type=float, default=1.0)
@@ -100,8 +98,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--json", type=Path, default=None)
-    args = ap.parse_args(argv)
+    add_json(ap)
+    args = parse(ap, argv)
     check_repeats(args.repeats)
     shapes = [s.strip() for s in args.trees.split(";") if s.strip()]
     for s in shapes:
@@ -124,9 +122,7 @@ def main(argv: list[str] | None = None) -> dict:
     report = {"temperature": args.temperature, "max_new_tokens": args.max_new_tokens, "prompts": len(prompts),
               "repeats": args.repeats, "threads": args.threads, "rows": rows, "environment": environment(pair.device)}
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-        print(f"wrote {args.json}")
+        print(f"wrote {write_report(args.json, report, 'bench/eagle_trees.py', args.force)}")
     return report
 
 

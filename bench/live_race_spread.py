@@ -13,14 +13,13 @@ runs' relative standard deviation over the race medians'.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import statistics
 import sys
-from pathlib import Path
 
 from gpu_demo import pairs as gp
+from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.reports import write_report
 from specdec_core.repeats import spread, summarise_repeats
 from ui.live import panel as lp
 from ui.live import runner as lr
@@ -47,15 +46,15 @@ def row(name: str, values: list[float]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", default="builtin")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--max-new", type=int, default=100)
     ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--races", type=int, default=6)
-    ap.add_argument("--json", metavar="PATH")
-    args = ap.parse_args(argv)
+    add_json(ap)
+    args = parse(ap, argv)
     pair = gp.load_pair(args.pair, args.device)
     gp.warm_up(pair)
     sp = lr.SharedPair(args.pair, args.device, pair, None, 0.0, TurnQueue())
@@ -91,13 +90,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['relative']:>14.0%} {r['rel_sd']:>7.0%} {shrink:>7}")
     print(f"single runs' measured speedups: {', '.join(f'{m.measured_speedup:.2f}' for m in singles)}")
     if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"args": vars(args), "rows": rows, "races": per_race,
-                                    "singles": [m.measured_speedup for m in singles],
-                                    "median_single": statistics.median(m.measured_speedup for m in singles)},
-                                   indent=1) + "\n")
-        print(f"wrote {path}")
+        report = {"args": vars(args), "rows": rows, "races": per_race, "singles": [m.measured_speedup for m in singles],
+                  "median_single": statistics.median(m.measured_speedup for m in singles)}
+        print(f"wrote {write_report(args.json, report, 'bench/live_race_spread.py', args.force)}")
     return 0
 
 

@@ -12,15 +12,12 @@ none of them among the training prompts.
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
 import torch
 
-from gpu_demo.__main__ import gamma_list
+from gpu_demo.flags import CliParser, add_json, gamma_list, parse
 from gpu_demo.measure.bench import format_table, measure
 from gpu_demo.pairs import load_pair
+from gpu_demo.reports import write_report
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
 
@@ -36,7 +33,7 @@ def spread(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", default="smollm2-eagle")
     ap.add_argument("--gamma", default="2,3,4", help="comma-separated draft lengths")
     ap.add_argument("--temperature", type=float, default=1.0)
@@ -44,8 +41,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--prompts", type=int, default=len(BENCH_CHAT_PROMPTS), help="use the first N chat prompts")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--json", metavar="PATH")
-    args = ap.parse_args(argv)
+    add_json(ap)
+    args = parse(ap, argv)
     torch.set_num_threads(args.threads)
     gammas = gamma_list(args.gamma)
     pair = load_pair(args.pair, "cpu", max_len=512)
@@ -54,9 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(format_table(report))
     print(spread(report))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2, default=str) + "\n")
-        print(f"wrote {args.json}")
+        print(f"wrote {write_report(args.json, report, 'bench/live_smollm2_eagle.py', args.force)}")
     return report
 
 

@@ -9,16 +9,15 @@ Usage: .venv/bin/python bench/proof_bench.py [--repeats 15] [--json PATH]
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np  # noqa: E402
 
+from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.reports import write_report
 from specdec_core.proof_cases import case_from_pair, exhaustive_check, preset_pair, random_pairs  # noqa: E402
 from specdec_core.rejection import speculative_sample  # noqa: E402
 
@@ -90,16 +89,14 @@ def print_table(report: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = CliParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15, help="timed calls per case (after one warm-up)")
-    parser.add_argument("--json", type=Path, default=None, help="write the report as JSON to this path")
-    args = parser.parse_args()
+    add_json(parser)
+    args = parse(parser)
     report = run(args.repeats)
     print_table(report)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
-        print(f"wrote {args.json}")
+        print(f"wrote {write_report(args.json, report, 'bench/proof_bench.py', args.force)}")
 
 
 if __name__ == "__main__":

@@ -11,13 +11,14 @@ works offline); ``--png`` screenshots that HTML in headless Chromium (kaleido is
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+
+from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.reports import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,17 +77,17 @@ def html_to_png(html: Path, png: Path) -> bool:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", choices=list(PROBE_SHAPES), default="Llama-3.2-1B, 1 layer")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--budget", type=float, default=None, help="seconds per run, about (default: the shape's)")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
-    ap.add_argument("--json", type=Path)
+    add_json(ap)
     ap.add_argument("--html", type=Path)
     ap.add_argument("--png", type=Path)
-    args = ap.parse_args()
+    args = parse(ap)
 
     print("Roofline model, not a measurement (datasheet dense peaks):")
     print(seed_table(), "\n")
@@ -108,9 +109,8 @@ def main() -> None:
     print(f"knee: measured {res.knee_measured:.1f} tokens ({seen} the range), model {res.knee_model:.1f} tokens")
 
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"combined": res.to_dict(), "runs": [r.to_dict() for r in runs]}, indent=2))
-        print(f"wrote {args.json}")
+        report = {"combined": res.to_dict(), "runs": [r.to_dict() for r in runs]}
+        print(f"wrote {write_report(args.json, report, 'bench/roofline_probe_bench.py', args.force)}")
     if args.html or args.png:
         from ui.roofline_figures import probe_figure
 

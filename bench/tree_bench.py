@@ -20,19 +20,18 @@ Medians over repeats with min-max. One torch thread by default (the live page's 
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from gpu_demo.decode import autoregressive, run
+from gpu_demo.flags import CliParser, add_json, parse
 from gpu_demo.measure.bench import environment
 from gpu_demo.measure.tree_stats import expected_length_by_depth, measured_rank_rates
 from gpu_demo.pairs import load_pair
+from gpu_demo.reports import write_report
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.tree_decode import tree_speculative, verify_mask
 from specdec_core.trees import (
@@ -197,7 +196,7 @@ def table(report: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = CliParser(description=__doc__.split("\n")[0])
     ap.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); e.g. 1 for sampling")
     ap.add_argument("--tokens", type=int, default=200, help="new tokens per prompt (3 prompts)")
     ap.add_argument("--repeats", type=int, default=3)
@@ -205,8 +204,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--clock", choices=list(CLOCKS), default="cpu",
                     help="cpu: process time (steady on a shared machine, 1 thread); wall: perf_counter")
-    ap.add_argument("--json", type=Path, default=None)
-    args = ap.parse_args()
+    add_json(ap)
+    args = parse(ap)
     torch.set_num_threads(args.threads)
     pair = load_pair("builtin", "cpu")
     sampling = SamplingConfig(args.temperature)
@@ -216,8 +215,7 @@ def main() -> None:
                "prompts": list(PROMPTS), "repeats": args.repeats, "environment": environment(torch.device("cpu"))}
     print(table(report))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"wrote {write_report(args.json, report, 'bench/tree_bench.py', args.force)}")
 
 
 if __name__ == "__main__":

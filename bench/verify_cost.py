@@ -14,15 +14,14 @@ median over repeats with its [min, max].
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
 import torch
 
-from gpu_demo.__main__ import gamma_list
 from gpu_demo.device import time_call
+from gpu_demo.flags import CliParser, add_json, gamma_list, parse
 from gpu_demo.measure.bench import environment
+from gpu_demo.reports import write_report
 from specdec_core.repeats import check_repeats, race_order, spread
 
 KERNELS = ("BLAS, contiguous W (out, in)", "BLAS, W^T contiguous (in, out)", "oneDNN packed from 4 rows (app)")
@@ -75,14 +74,14 @@ def table(times: dict[str, dict[int, list[float]]]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """CLI."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=gamma_list, default=gamma_list("1,2,3,4,5,6,8,12,16"), help="T values")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--calls", type=int, default=3, help="forwards averaged per timing")
     ap.add_argument("--context", type=int, default=200, help="tokens already in the cache")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args(argv)
+    add_json(ap)
+    args = parse(ap, argv)
     check_repeats(args.repeats)
     if args.calls < 1 or not 1 <= args.context <= 1500:
         raise SystemExit("--calls must be >= 1 and --context in [1, 1500]")
@@ -100,8 +99,7 @@ def main(argv: list[str] | None = None) -> None:
         report = {"threads": args.threads, "context": args.context, "repeats": args.repeats, "calls": args.calls,
                   "seconds": {name: {str(t): v for t, v in per_t.items()} for name, per_t in times.items()},
                   "environment": environment(model.device)}
-        with open(args.json, "w") as fh:
-            json.dump(report, fh, indent=1)
+        print(f"wrote {write_report(args.json, report, 'bench/verify_cost.py', args.force)}")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,6 @@ downloaded.
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import time
 from collections.abc import Callable
@@ -34,10 +32,12 @@ import torch
 
 from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.drafters import LookupDrafter
+from gpu_demo.flags import CliParser, add_json, parse
 from gpu_demo.models.eagle import ASSETS, EagleDrafter, load_head
 from gpu_demo.models.gguf import load_smollm2
 from gpu_demo.models.llama_hf import to_transformers
 from gpu_demo.models.smollm2 import SmolTokenizer
+from gpu_demo.reports import write_report
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
 
@@ -109,7 +109,7 @@ ROWS = (  # (row, ours, hf candidates): the HF column of "best draft" is its fas
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prompts", type=int, default=4, help="use the first N of the bench's chat prompts")
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--early-exit", type=int, default=4, help="layers of the HF early-exit draft")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--eagle-dir", default=str(ASSETS), help="folder holding smollm2_eagle.{json,safetensors}")
-    ap.add_argument("--json", metavar="PATH")
-    args = ap.parse_args(argv)
+    add_json(ap)
+    args = parse(ap, argv)
     torch.set_num_threads(args.threads)
     import transformers
 
@@ -174,9 +174,7 @@ def main(argv: list[str] | None = None) -> dict:
               "early_exit": args.early_exit, "tokens_per_s": tps, "median_tokens_per_s": med, "table": table,
               "greedy_first_difference": agree, "transformers": transformers.__version__, "torch": torch.__version__}
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
-        print(f"wrote {args.json}")
+        print(f"wrote {write_report(args.json, report, 'bench/vs_transformers.py', args.force)}")
     return report
 
 

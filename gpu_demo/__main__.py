@@ -7,115 +7,26 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 
-SEED_MAX = 2**63 - 1  # torch.Generator.manual_seed takes a signed 64-bit seed
-MAX_NEW_TOKENS = 100_000
+from gpu_demo.flags import (
+    SEED_MAX,
+    CliParser,
+    add_device,
+    add_gamma,
+    add_json,
+    add_max_new_tokens,
+    add_temperature,
+    add_threads,
+    float_in,
+    int_in,
+    parse,
+    path_text,
+)
+from gpu_demo.reports import write_report
+
 SHIPPED = Path(__file__).resolve().parent / "assets"
-
-
-class CliParser(argparse.ArgumentParser):
-    """argparse that reports a bad argument in one line (no usage block) and exits 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def int_in(lo: int, hi: int) -> Callable[[str], int]:
-    """An argparse type: an integer in [lo, hi], refused with the range otherwise."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer (allowed: {lo} to {hi})") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{value} is outside the allowed range {lo} to {hi}")
-        return value
-
-    return parse
-
-
-def float_in(lo: float, hi: float) -> Callable[[str], float]:
-    """An argparse type: a finite number in [lo, hi]."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number (allowed: {lo:g} to {hi:g})") from None
-        if not (math.isfinite(value) and lo <= value <= hi):
-            raise argparse.ArgumentTypeError(f"{text} is outside the allowed range {lo:g} to {hi:g}")
-        return value
-
-    return parse
-
-
-def gamma_list(text: str) -> list[int]:
-    """'4', '1,2,4' or '1-8' -> the draft lengths, each in [1, MAX_GAMMA], refused before anything is allocated."""
-    from gpu_demo.decode import MAX_GAMMA
-
-    out: list[int] = []
-    for part in text.split(","):
-        lo, dash, hi = part.strip().partition("-")
-        try:
-            a, b = int(lo), int(hi) if dash else int(lo)
-        except ValueError:
-            msg = f"{text!r} is not a list of draft lengths such as 4, 1,2,4 or 1-8"
-            raise argparse.ArgumentTypeError(msg) from None
-        if not (1 <= a <= MAX_GAMMA and 1 <= b <= MAX_GAMMA):
-            raise argparse.ArgumentTypeError(f"draft lengths must be in 1 to {MAX_GAMMA}; got {part.strip()!r}")
-        if b < a:
-            raise argparse.ArgumentTypeError(f"the range {part.strip()!r} runs backwards; write {b}-{a}")
-        out.extend(range(a, b + 1))
-    return sorted(set(out))
-
-
-def device_name(text: str) -> str:
-    """An argparse type: auto, cpu or cuda (cuda only where PyTorch sees a GPU)."""
-    from gpu_demo.device import resolve_device
-
-    try:
-        resolve_device(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-def writable_file(text: str) -> Path:
-    """An argparse type: a file path that can be written, checked by writing in its folder before any work."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("needs a file path; got an empty one")
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{path} is a directory; give a file path")
-    _try_write_in(path.parent, path)
-    return path
-
-
-def writable_dir(text: str) -> Path:
-    """An argparse type: a directory that exists and is writable, or can be created (checked by writing)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("needs a directory; got an empty path")
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{path} is a file, not a directory")
-    _try_write_in(path, path)
-    return path
-
-
-def _try_write_in(folder: Path, shown: Path) -> None:
-    """Create folder if needed and write (then delete) a scratch file in it; ArgumentTypeError naming `shown`."""
-    import tempfile
-
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
-            pass
-    except OSError as exc:
-        raise argparse.ArgumentTypeError(f"cannot write {shown}: {exc.strerror or exc}") from None
+MAX_OPTION_INT = 1 << 20  # an integer --pair-option (max_len, max_ngram, ...)
 
 
 def _coerce(key: str, value: str, annotation: str) -> object:
@@ -124,16 +35,20 @@ def _coerce(key: str, value: str, annotation: str) -> object:
 
     if "dtype" in annotation:
         dtype = getattr(torch, value, None)
-        if not isinstance(dtype, torch.dtype):
-            raise ValueError(f"--pair-option {key}={value}: not a torch dtype (for example float32, bfloat16)")
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(f"--pair-option {key}={value}: not a floating-point torch dtype (for example float32, "
+                             "bfloat16)")
         return dtype
     if "Path" in annotation:
         return Path(value)
     if "int" in annotation.split("|")[0]:
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
             raise ValueError(f"--pair-option {key}={value}: {key} must be an integer") from None
+        if not 1 <= number <= MAX_OPTION_INT:  # lengths and n-gram sizes: 0 used to read as damaged model files
+            raise ValueError(f"--pair-option {key}={value}: {key} must be in 1 to {MAX_OPTION_INT}")
+        return number
     return value
 
 
@@ -180,14 +95,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="option passed to the pair's loader (e.g. target=PATH draft=PATH for hf)")
     p.add_argument("--hf-target", default=None, metavar="PATH_OR_ID", help="pair 'hf': the target model")
     p.add_argument("--hf-draft", default=None, metavar="PATH_OR_ID", help="pair 'hf': the draft model")
-    p.add_argument("--device", default="auto", type=device_name, help="auto (CUDA if present) | cpu | cuda")
-    p.add_argument("--temperature", type=float_in(0.0, 100.0), default=1.0, help="0 = greedy")
+    add_device(p)
+    add_temperature(p)
     p.add_argument("--top-k", type=int_in(0, 10**7), default=0, help="0 = off")
     p.add_argument("--top-p", type=float_in(1e-9, 1.0), default=1.0, help="1 = off")
     p.add_argument("--seed", type=int_in(0, SEED_MAX), default=0)
-    p.add_argument("--threads", type=int_in(1, 1024), default=1,
-                   help="torch CPU threads (default 1: batch-1 decoding of small models is latency-bound, and "
-                        "OpenMP hand-offs cost milliseconds on a busy machine)")
+    add_threads(p)
 
 
 def _add_constraint(p: argparse.ArgumentParser) -> None:
@@ -204,12 +117,11 @@ def _constraint_source(args: argparse.Namespace) -> tuple[str, str] | None:
     """(kind, source) from --regex / --json-schema FILE / --lark FILE, or None; ValueError if a file is unreadable."""
     if args.regex is not None:
         return "regex", args.regex
+    from gpu_demo.constraints import read_source
+
     for kind, path in (("json", args.json_schema), ("lark", args.lark)):
         if path is not None:
-            try:
-                return kind, Path(path).read_text()
-            except OSError as exc:
-                raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+            return kind, read_source(path, "JSON schema" if kind == "json" else "Lark grammar")
     return None
 
 
@@ -300,10 +212,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                      constraint=_constraint_source(args), constrain_prompt=args.constrain_prompt)
     print(format_table(report))
     if args.json:
-        path = args.json
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report, indent=2, default=str) + "\n")
-        print(f"wrote {path}")
+        print(f"wrote {write_report(args.json, report, 'python -m gpu_demo bench', args.force)}")
     return 0
 
 
@@ -312,10 +221,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpu_demo.training.char import main as train_main
     from gpu_demo.training.corpus import ASSETS
 
-    out = args.out or ASSETS
-    if out.resolve() == SHIPPED and not args.force:
-        raise ValueError(f"training would overwrite the shipped weights in {SHIPPED}; pass --out DIR, "
-                         "or --force to replace them")
+    out = args.out or ASSETS  # checked by flags.parse before any work: inside the packages only with --force
     builtin = [w for w in args.which if w not in ("smollm2-draft", "smollm2-eagle")]
     if builtin:
         train_main(
@@ -352,16 +258,14 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser with the three subcommands."""
-    from gpu_demo.decode import MAX_GAMMA
-
     ap = CliParser(prog="python -m gpu_demo", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate", help="generate text with token kinds marked")
     _add_common(g)
     _add_constraint(g)
     g.add_argument("--prompt", required=True)
-    g.add_argument("--gamma", type=int_in(0, MAX_GAMMA), default=4, help="draft length (0 = plain autoregressive)")
-    g.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=200)
+    add_gamma(g, "4", single=True)
+    add_max_new_tokens(g)
     g.add_argument("--plain", action="store_true", help="markers instead of ANSI colours")
     g.add_argument(
         "--raw", action="store_true",
@@ -372,18 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="measured vs predicted speedup over gamma")
     _add_common(b)
     _add_constraint(b)
-    b.add_argument("--gamma", default=gamma_list("1-8"), type=gamma_list, help="e.g. 4, 1,2,4 or 1-8")
-    b.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=200)
+    add_gamma(b, "1-8")
+    add_max_new_tokens(b)
     b.add_argument("--repeats", type=int_in(1, 1000), default=3)
     b.add_argument("--prompt", action="append", help="prompt (repeatable); default: four Austen openings")
-    b.add_argument(
-        "--json",
-        metavar="PATH",
-        nargs="?",
-        const="artifacts/live_bench.json",
-        type=writable_file,
-        help="write the full report as JSON (default path: artifacts/live_bench.json)",
-    )
+    add_json(b, const="artifacts/live_bench.json")
     b.set_defaults(func=cmd_bench)
     t = sub.add_parser("train", help="train the built-in pair reproducibly from a seed")
     t.add_argument(
@@ -403,29 +300,26 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="override the draft's distillation length (steps on the target's laws after the text)",
     )
-    t.add_argument("--threads", type=int_in(1, 1024), default=None, help="torch CPU threads (default: torch's choice)")
-    t.add_argument("--out", type=writable_dir, default=None, help="output directory (default gpu_demo/assets)")
+    add_threads(t, default=None)
+    t.add_argument("--out", type=path_text, default=None, help="output directory (default gpu_demo/assets, which "
+                   "needs --force: it holds the shipped weights)")
     t.add_argument("--force", action="store_true", help="allow overwriting the shipped weights in gpu_demo/assets")
     t.set_defaults(func=cmd_train)
     from gpu_demo.measure.probe import PROBE_SHAPES
 
     pr = sub.add_parser("probe", help="time linear layers at growing tokens per pass (the roofline probe)")
     pr.add_argument("--shape", choices=list(PROBE_SHAPES), default="Llama-3.2-1B, 1 layer")
-    pr.add_argument("--device", default="auto", type=device_name, help="auto (CUDA if present) | cpu | cuda")
+    add_device(pr)
     pr.add_argument("--max-tokens", type=int_in(1, 65536), default=512)
     pr.add_argument("--budget", type=float_in(0.1, 3600.0), default=None, help="seconds, about (default: the shape's)")
-    pr.add_argument("--threads", type=int_in(1, 1024), default=None, help="CPU threads (default: torch's)")
+    add_threads(pr, default=None)
     pr.set_defaults(func=cmd_probe)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: clear one-line errors for bad input instead of tracebacks."""
-    args = build_parser().parse_args(argv)
-    if getattr(args, "threads", None):
-        import torch
-
-        torch.set_num_threads(args.threads)
+    args = parse(build_parser(), argv, default_out=SHIPPED)  # refused paths and bad values: exit 2, one line
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:  # bad input or an unreadable/unwritable file: one line, no traceback

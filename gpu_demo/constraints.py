@@ -30,12 +30,60 @@ import torch
 KINDS = ("regex", "json", "lark")
 END_PIECE = b"\xff<|end|>"  # llguidance's marker byte 0xFF: a special token, never produced by text
 JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+MAX_SOURCE_BYTES = 32_000  # a constraint's source, page or CLI: bounds its compilation (about 1 s here)
+MAX_DEPTH = 32  # JSON schema nesting; deeper schemas used to end in RecursionError
 KEEP_MASKS = 64  # masks kept behind the current position (a round rolls back at most gamma <= 16)
 _LLTOKENIZERS: dict[int, tuple[object, object]] = {}  # id(tokenizer) -> (tokenizer, LLTokenizer)
 
 
 class ConstraintError(ValueError):
     """A constraint that cannot be used: invalid source, violated by the prompt, allowing nothing, or refused."""
+
+
+def _limit_error(error: str) -> bool:
+    """Whether llguidance's error is one of its resource limits (items, lexer fuel, grammar size), not a mismatch."""
+    return "limit" in error.lower() or "fuel" in error.lower()
+
+
+def _depth(doc: object) -> int:
+    """Nesting depth of a parsed JSON value (lists and objects), computed without recursion."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, d)
+            if d <= MAX_DEPTH:  # deeper than the cap is enough to know
+                stack.extend((v, d + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def read_source(path: str, kind: str) -> str:
+    """The text of a constraint file, read at most MAX_SOURCE_BYTES + 1 bytes (so /dev/zero ends at once)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        raise ConstraintError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise ConstraintError(f"the {kind} file {path} is over the limit of {MAX_SOURCE_BYTES:,} bytes "
+                              "(it bounds the time to compile it)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConstraintError(f"the {kind} file {path} is not UTF-8 text (byte {exc.start})") from None
+
+
+def check_source(kind: str, source: str) -> None:
+    """ConstraintError when a source is over MAX_SOURCE_BYTES or is not encodable text (a lone surrogate)."""
+    try:
+        size = len(source.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        bad = source[exc.start]
+        raise ConstraintError(f"the {kind} contains a lone surrogate U+{ord(bad):04X} at character {exc.start}, "
+                              "which is not text (UTF-8 cannot encode it)") from None
+    if size > MAX_SOURCE_BYTES:
+        raise ConstraintError(f"the {kind} is {size:,} bytes; the limit is {MAX_SOURCE_BYTES:,} bytes "
+                              "(it bounds the time to compile it)")
 
 
 # ------------------------------------------------------------------------------------------- tokenizers
@@ -141,6 +189,8 @@ class Constraint:
         self.position = 0
         if self.prefix and not self.matcher.consume_tokens(list(self.prefix)):
             error = _first_line(self.matcher.get_error())
+            if _limit_error(error):
+                raise ConstraintError(f"the {self.kind} is beyond the constraint engine's limits: {error}")
             raise ConstraintError(f"the prompt already violates the constraint: {error}")
         self.position = 0
 
@@ -239,6 +289,7 @@ def _grammar(kind: str, source: str | dict) -> str:
         raise ConstraintError(f"constraint kind must be one of {', '.join(KINDS)}; got {kind!r}")
     if isinstance(source, str) and not source.strip():
         raise ConstraintError(f"the {kind} is empty")
+    check_source(kind, source if isinstance(source, str) else json.dumps(source))
     if kind == "regex":
         return LLMatcher.grammar_from_regex(source)
     if kind == "lark":
@@ -248,8 +299,12 @@ def _grammar(kind: str, source: str | dict) -> str:
             source = json.loads(source)
         except json.JSONDecodeError as exc:
             raise ConstraintError(f"the JSON schema is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ConstraintError(f"the JSON schema is nested too deeply (the limit is {MAX_DEPTH} levels)") from None
     if not isinstance(source, dict):
         raise ConstraintError(f"a JSON schema must be a JSON object; got {type(source).__name__}")
+    if _depth(source) > MAX_DEPTH:
+        raise ConstraintError(f"the JSON schema is nested more than {MAX_DEPTH} levels deep (the limit)")
     try:
         return LLMatcher.grammar_from_json_schema(source, defaults=JSON_OPTIONS)
     except ValueError as exc:
@@ -278,10 +333,25 @@ def build(
         raise ConstraintError(f"invalid {kind}: {_first_line(matcher.get_error())}")
     c = Constraint(matcher, vocab, end, kind, text, tuple(int(t) for t in prefix))
     allowed = c.mask()
+    _probe_limits(c, allowed)
     if c.finished or not bool(allowed.clone().index_fill_(0, torch.tensor([end]), False).any()):
         where = "after the prompt" if prefix else "at all"
         raise ConstraintError(f"the {kind} allows no text {where} (only the end of the text can follow)")
     return c
+
+
+def _probe_limits(c: Constraint, allowed: torch.Tensor) -> None:
+    """ConstraintError if the matcher refuses a token its own mask allows for one of its limits (not a mismatch).
+
+    llguidance checks some limits (e.g. 50,000 items, hit by ``start: "a"{100000}``) only on the first token;
+    without this probe the request failed later with a misleading 'violated' message.
+    """
+    first = [int(t) for t in torch.nonzero(allowed).view(-1).tolist() if int(t) != c.end_token][:1]
+    if not first:
+        return
+    m = c.matcher.deep_copy()
+    if not m.consume_token(first[0]) and _limit_error(error := _first_line(m.get_error())):
+        raise ConstraintError(f"the {c.kind} is beyond the constraint engine's limits: {error}")
 
 
 def regex(pattern: str, tokenizer, **kw) -> Constraint:

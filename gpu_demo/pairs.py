@@ -23,6 +23,7 @@ from gpu_demo.device import default_device, resolve_device  # noqa: F401 (re-exp
 from gpu_demo.drafters import Drafter, ModelDrafter
 from gpu_demo.models.base import DecoderLM, Tokenizer
 from gpu_demo.models.char import CharTokenizer, load_char_model
+from gpu_demo.models.weights import DamagedFile
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -166,10 +167,6 @@ def warm_up(pair: Pair, n_tokens: int = 24, gamma: int = 4) -> float:
     return time.perf_counter() - t0
 
 
-class DamagedFile(ValueError):
-    """A pair's file is missing or cannot be read; the message names the file."""
-
-
 def unreadable(path: Path) -> str | None:
     """Why path cannot be read as its suffix says (missing, not JSON, a cut or damaged safetensors header), or None.
 
@@ -192,6 +189,8 @@ def unreadable(path: Path) -> str | None:
 
 def damaged(paths: Iterable[Path], exc: BaseException) -> ValueError:
     """The error for a failed load: DamagedFile naming the first unreadable path, else exc's text and the paths read."""
+    if isinstance(exc, DamagedFile):  # the loader already named the file (e.g. non-finite weights)
+        return exc
     paths = list(paths)
     for path in paths:
         why = unreadable(path)

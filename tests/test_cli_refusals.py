@@ -118,3 +118,35 @@ def test_gamma_zero_prints_no_alpha_nan(capsys) -> None:
     rc = main(GEN + ["--gamma", "0", "--max-new-tokens", "5", "--plain"])
     out = capsys.readouterr().out
     assert rc == 0 and "nan" not in out and "no draft" in out
+
+
+def _nan_copy(tmp_path: Path, name: str) -> Path:
+    """The built-in assets copied to tmp_path, with every data byte after name's safetensors header set to 0xFF."""
+    for f in ASSETS.iterdir():
+        if f.suffix in (".json", ".safetensors") and not f.name.startswith("smollm2"):
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    raw = (ASSETS / name).read_bytes()
+    start = 8 + int.from_bytes(raw[:8], "little")  # u64 header length, then the JSON header, then the data
+    (tmp_path / name).write_bytes(raw[:start] + b"\xff" * (len(raw) - start))  # 0xFFFFFFFF is a float32 NaN
+    return tmp_path / name
+
+
+@pytest.mark.parametrize("name", ["target.safetensors", "draft.safetensors"])
+def test_nan_weights_are_refused_by_name(tmp_path: Path, name: str, capsys) -> None:
+    """Before: a file of NaN weights loaded, printed garbage and exited 0."""
+    bad = _nan_copy(tmp_path, name)
+    rc, err = run_cli(GEN + ["--pair-option", f"assets={tmp_path}", "--max-new-tokens", "3", "--plain"], capsys)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and str(bad) in lines[0] and "NaN" in lines[0], err
+
+
+@pytest.mark.parametrize(("option", "names"), [("max_len=0", "max_len"), ("max_len=-5", "max_len"),
+                                               ("dtype=int64", "floating-point"), ("max_ngram=0", "max_ngram")])
+def test_bad_pair_options_are_not_reported_as_damaged_files(option: str, names: str, capsys) -> None:
+    line = assert_refused(GEN + ["--pair", "smollm2-lookup", "--pair-option", option], capsys, names)
+    assert "option" in line and "safetensors" not in line and "damaged" not in line
+
+
+def test_builtin_dtype_int64_is_refused(capsys) -> None:
+    line = assert_refused(GEN + ["--pair-option", "dtype=int64"], capsys, "floating-point")
+    assert "safetensors" not in line

@@ -70,10 +70,13 @@ def test_forget_the_kv_rollback_shows_the_cache_running_ahead(app_test) -> None:
     (dict(cpreset="own", ckind="lark", csource="start: foo"), "unknown name"),
     (dict(cpreset="own", ckind="regex", csource="[a-z]+", cprompt="It is"), "already violates"),
     (dict(cpreset="own", ckind="regex", csource=""), "the regex is empty"),
+    (dict(cpreset="own", ckind="json", csource="[" * 2000), "nested too deeply"),  # was a RecursionError traceback
 ])
 def test_bad_constraints_show_a_message_not_a_traceback(app_test, query, message) -> None:
     at = run_constrained(app_test, **query)
     assert message in texts(at.error)
+    shown = " ".join(texts(els) for els in (at.success, at.info, at.warning, at.markdown, at.caption))
+    assert len(at.error) == 1 and "valid so far" not in shown, texts(at.error)  # one message, one cause
     assert "live_constraint" not in at.session_state
 
 

@@ -343,14 +343,14 @@ def load_char_model(
     directory: Path, name: str, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
 ) -> tuple[CharTransformer | WindowMLP | ExpertSumLM, dict]:
     """Read <name>.json and <name>.safetensors into an eval-mode model; returns (model, metadata)."""
-    from safetensors.torch import load_file
+    from gpu_demo.models.weights import load_safetensors
 
     meta = json.loads((directory / f"{name}.json").read_text())
     if meta.get("kind") == "window":
         model: CharTransformer | WindowMLP = WindowMLP(WindowConfig(**meta["config"]))
     else:
         model = CharTransformer(CharConfig(**meta["config"]))
-    model.load_state_dict(load_file(str(directory / f"{name}.safetensors")))
+    model.load_state_dict(load_safetensors(directory / f"{name}.safetensors"))
     model = model.to(device=device, dtype=dtype).eval()
     model.requires_grad_(False)
     if isinstance(model, WindowMLP):

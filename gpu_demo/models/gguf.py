@@ -239,13 +239,13 @@ def load_smollm2(
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise SmolLM2Unavailable(f"SmolLM2's tokenizer needs the tokenizers package: {INSTALL_TOKENIZERS}") from exc
-    from safetensors.torch import load_file
+    from gpu_demo.models.weights import load_safetensors
 
     meta = json.loads((folder / "config.json").read_text())
     cfg = LlamaConfig(**meta["config"])
     with torch.device("meta"):
         model = Llama(cfg, max_len=min(max_len, cfg.max_seq_len))
-    state = load_file(str(folder / "model.safetensors"))
+    state = load_safetensors(folder / "model.safetensors")
     model.load_state_dict(state, assign=True, strict=True)
     model = model.to(device=device, dtype=dtype).eval()
     model.requires_grad_(False)

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -324,14 +323,15 @@ def train_logged(cfg: EagleTrainConfig, out_dir: Path = ASSETS) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     """CLI: rebuild the feature-level draft (seeded) under gpu_demo/assets/ (or --out)."""
-    ap = argparse.ArgumentParser(prog="python -m gpu_demo.training.eagle", description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=EagleTrainConfig.steps)
+    from gpu_demo.flags import CliParser, add_force, int_in, parse, path_text
+
+    ap = CliParser(prog="python -m gpu_demo.training.eagle", description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int_in(1, 10**7), default=EagleTrainConfig.steps)
     ap.add_argument("--seed", type=int, default=EagleTrainConfig.seed)
-    ap.add_argument("--out", type=Path, default=ASSETS)
-    args = ap.parse_args(argv)
-    if args.steps < 1:
-        raise ValueError(f"--steps must be >= 1; got {args.steps}")
-    meta = train_logged(EagleTrainConfig(steps=args.steps, seed=args.seed), args.out)
+    ap.add_argument("--out", type=path_text, default=None, help="folder (default: the assets, needs --force)")
+    add_force(ap)
+    args = parse(ap, argv, default_out=ASSETS)  # the shipped assets only with --force
+    meta = train_logged(EagleTrainConfig(steps=args.steps, seed=args.seed), args.out or ASSETS)
     print(json.dumps(meta["final"], indent=1))
 
 

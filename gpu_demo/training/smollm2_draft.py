@@ -302,14 +302,14 @@ def save_draft(draft: SmolDraft, out_dir: Path, meta: dict) -> None:
 
 def load_draft(target: Llama, directory: Path = ASSETS, max_len: int = 2048) -> Llama:
     """The committed draft as a plain Llama (DecoderLM), its tables rebuilt from the target's token table."""
-    from safetensors.torch import load_file
+    from gpu_demo.models.weights import load_safetensors
 
     path = directory / f"{DRAFT_NAME}.safetensors"
     if not path.is_file():
         raise ValueError(f"{path} is missing; rebuild it with: python -m gpu_demo train --which smollm2-draft --force")
     meta = json.loads((directory / f"{DRAFT_NAME}.json").read_text())
     cfg = LlamaConfig(**meta["config"])
-    state = load_file(str(path))
+    state = load_safetensors(path)
     emb = target.tok_embeddings.weight.detach().float().cpu()  # (V, 576)
     body = {k[len("body.") :]: v for k, v in state.items() if k.startswith("body.")}
     body["tok_embeddings.weight"] = emb @ state["p_in"]  # (V, d)

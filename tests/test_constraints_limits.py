@@ -1,0 +1,97 @@
+"""Bounded, one-line refusals of hostile constraint sources (issue 25), in the library and in the CLI.
+
+Before: a deeply nested schema raised RecursionError (a traceback on /live, exit 1 in the CLI);
+``--json-schema /dev/zero`` ended in MemoryError; a lone surrogate printed a codec error; the Lark
+repetition ``start: "a"{100000}`` passed the build and failed later as "the prompt already violates".
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from gpu_demo import constraints as C
+from gpu_demo.__main__ import main
+from gpu_demo.pairs import load_pair
+
+NESTED_LIST = "[" * 2000
+NESTED_SCHEMA = '{"type":"array","items":' * 1000 + "{}" + "}" * 1000
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return load_pair("builtin", "cpu")
+
+
+@pytest.mark.parametrize(("kind", "source", "message"), [
+    ("json", NESTED_LIST, "nested too deeply"),
+    ("json", NESTED_SCHEMA, "nested too deeply"),
+    ("json", json.loads('{"type":"array","items":' * 40 + "{}" + "}" * 40), "more than 32 levels"),
+    ("regex", "a\udc80b", "lone surrogate U+DC80"),
+    ("regex", "a" * (C.MAX_SOURCE_BYTES + 1), f"the limit is {C.MAX_SOURCE_BYTES:,} bytes"),
+    ("lark", 'start: "a"{100000}', "beyond the constraint engine's limits: parser error: Too many items"),
+])
+def test_hostile_sources_raise_one_constraint_error_naming_the_cause(pair, kind, source, message) -> None:
+    t0 = time.perf_counter()
+    with pytest.raises(C.ConstraintError) as info:
+        C.build(kind, source, pair.tokenizer, pair.target.vocab_size)
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert time.perf_counter() - t0 < 5  # refused, not compiled
+
+
+def test_lark_item_limit_is_named_when_the_prompt_is_the_prefix(pair) -> None:
+    ids = pair.tokenizer.encode("a")
+    with pytest.raises(C.ConstraintError, match="beyond the constraint engine's limits") as info:
+        C.build("lark", 'start: "a"{100000}', pair.tokenizer, pair.target.vocab_size, prefix=ids)
+    assert "already violates" not in str(info.value)
+
+
+def test_a_source_at_the_cap_still_builds(pair) -> None:
+    source = "[a-z ]{0,5}" + "a?" * ((C.MAX_SOURCE_BYTES - 12) // 2)
+    assert len(source.encode()) <= C.MAX_SOURCE_BYTES
+    assert C.build("regex", source, pair.tokenizer, pair.target.vocab_size).kind == "regex"
+
+
+def _cli(argv: list[str], capsys) -> tuple[int, str]:
+    try:
+        rc = main(argv)
+    except SystemExit as exc:
+        rc = int(exc.code or 0)
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return rc, lines[0]
+
+
+GEN = ["generate", "--prompt", "It is", "--max-new-tokens", "3", "--plain"]
+
+
+def test_cli_json_schema_dev_zero_is_refused_by_size(capsys) -> None:
+    rc, line = _cli(GEN + ["--json-schema", "/dev/zero"], capsys)
+    assert rc == 2 and "/dev/zero" in line and "limit" in line
+
+
+@pytest.mark.parametrize(("text", "message"), [(NESTED_LIST, "nested too deeply"),
+                                               (NESTED_SCHEMA, "nested too deeply"),
+                                               ("x" * (C.MAX_SOURCE_BYTES + 1), "over the limit")])
+def test_cli_hostile_schema_files_give_one_line(tmp_path: Path, text: str, message: str, capsys) -> None:
+    path = tmp_path / "schema.json"
+    path.write_text(text)
+    rc, line = _cli(GEN + ["--json-schema", str(path)], capsys)
+    assert rc == 2 and message in line
+
+
+def test_cli_lark_limit_names_the_limit(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "g.lark"
+    path.write_text('start: "a"{100000}\n')
+    argv = ["generate", "--prompt", "aaa", "--max-new-tokens", "3", "--plain", "--lark", str(path)]
+    rc, line = _cli(argv + ["--constrain-prompt"], capsys)  # a prompt the grammar accepts: the limit is the cause
+    assert rc == 2 and "limits" in line and "already violates" not in line
+
+
+def test_cli_lone_surrogate_in_regex(capsys) -> None:
+    rc, line = _cli(GEN + ["--regex", "a\udced"], capsys)
+    assert rc == 2 and "lone surrogate" in line
