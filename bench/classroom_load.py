@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import ui_latency as ul  # bench/ui_latency.py: the server, the browser and the rerun clock
+
+from gpu_demo.reports import RefusedPath, check_report_path, write_report
 
 LIVE_QUERY = "pair=builtin&maxnew=40&gamma=3&repeats=1&seed={seed}"
 TOKENS = ".live-tokens"
@@ -106,14 +107,19 @@ def main() -> None:
     ap.add_argument("--live", type=int, default=4, help="sessions pressing Run on /live at once (0: skip)")
     ap.add_argument("--timeout-s", type=float, default=180.0, help="the longest any one wait may take")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--force", action="store_true", help="replace an existing --json file that is not our report")
     args = ap.parse_args()
     if any(n < 1 or n > 32 for n in args.sessions) or not 0 <= args.live <= 8:
         sys.exit("classroom_load: sessions from 1 to 32, live from 0 to 8")
+    try:
+        if args.json:
+            check_report_path(args.json, args.force)
+    except RefusedPath as exc:
+        sys.exit(f"classroom_load: {exc}")
     report = asyncio.run(run(args))
     print_tables(report)
     if args.json:
-        args.json.write_text(json.dumps(report, indent=1))
-        print(f"wrote {args.json}")
+        print(f"wrote {write_report(args.json, report, 'bench/classroom_load.py', args.force)}")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from gpu_demo.device import resolve_device
 from gpu_demo.measure.batch import measure_v
 from gpu_demo.measure.bench import BUILTIN_PROMPTS, environment, measure
 from gpu_demo.pairs import availability, load_pair
+from gpu_demo.reports import RefusedPath, check_out_dir, write_report
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
 
@@ -135,13 +136,17 @@ def main(argv: list[str] | None = None) -> int:
     tokens = args.tokens or ([1, 2, 4] if args.quick else [1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64])
     batches = args.batches or ([1, 2] if args.quick else [1, 2, 4, 8, 16, 32, 64, 128, 256])
     clock = Clock(args.limit_s)
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        check_out_dir(args.out)
+    except RefusedPath as exc:
+        print(f"gpu_check: {exc}", file=sys.stderr)
+        return 2
     report: dict = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
                     "environment": environment(device), "quick": args.quick, "stages": {}}
 
     def save() -> None:
-        (args.out / REPORT).write_text(json.dumps(report, indent=1, default=str))
+        write_report(args.out / REPORT, report, "bench/gpu_check.py", force=True)  # our own file, rewritten per stage
 
     files = [f for f in args.tests.split(",") if f]
     stages = [("cuda_tests", lambda: cuda_tests(files, min(150.0, clock.left() - 30)))] if files else []

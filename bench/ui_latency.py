@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import shutil
@@ -294,9 +293,16 @@ def main() -> None:
     ap.add_argument("--concurrent-page", default="algebra", choices=list(CONTROLS))
     ap.add_argument("--timeout", type=float, default=120, help="seconds any one wait may take")
     ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--force", action="store_true", help="replace an existing --json file that is not our report")
     args = ap.parse_args()
     if not 1 <= args.repeats <= 50 or not 0 <= args.sessions <= 32 or not 1 <= args.steps <= 20:
         raise SystemExit("--repeats 1..50, --sessions 0..32, --steps 1..20")
+    if args.json:
+        from gpu_demo.reports import RefusedPath, check_report_path
+        try:
+            check_report_path(args.json, args.force)
+        except RefusedPath as exc:
+            raise SystemExit(f"ui_latency: {exc}") from None
     out = asyncio.run(run(args))
     print(f"\nload average before {out['load_before']}, after {out['load_after']}; {out['cpus']} CPUs")
     print(table(out["pages"], out["floor"]))
@@ -306,7 +312,8 @@ def main() -> None:
               f"{c['p50']:.2f} s, p95 {c['p95']:.2f} s over {c['n']}; failed: {len(c['failed'])}; "
               f"server RSS {out['server_rss_mb']:.0f} MB")
     if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+        from gpu_demo.reports import write_report
+        print(f"wrote {write_report(args.json, out, 'bench/ui_latency.py', args.force)}")
 
 
 if __name__ == "__main__":

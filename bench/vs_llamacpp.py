@@ -25,15 +25,16 @@ import json
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
 from engines.client import COMPLETION_CAP, Endpoint
 from engines.embedded import EmbeddedServer, Mode
-from engines.output import check_output_path, write_json
 from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.models.eagle import ASSETS, EagleDrafter, load_head
 from gpu_demo.models.smollm2 import SmolTokenizer, shared_target
+from gpu_demo.reports import RefusedPath, check_report_path, write_report
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
 
@@ -87,10 +88,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--llama-gamma", type=int, default=4, help="llama.cpp's draft length (n-gram and self-draft)")
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--weights", default=None, help="our target's weight format, if the loader offers one")
-    ap.add_argument("--json", metavar="PATH")
+    ap.add_argument("--json", metavar="PATH", type=Path)
+    ap.add_argument("--force", action="store_true", help="replace an existing --json file that is not our report")
     args = ap.parse_args(argv)
     if args.json:
-        check_output_path(args.json)
+        try:
+            check_report_path(args.json, args.force)
+        except RefusedPath as exc:
+            raise SystemExit(f"vs_llamacpp: {exc}") from None
     torch.set_num_threads(1)
     smol = load_target(args.weights, 512)
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
@@ -145,7 +150,7 @@ def main(argv: list[str] | None = None) -> dict:
               "temperature": args.temperature, "gamma": args.gamma, "llama_gamma": args.llama_gamma,
               "tokens_per_s": tps, "median_tokens_per_s": med, "table": table, "first_difference": agree}
     if args.json:
-        print(f"wrote {write_json(args.json, report)}")
+        print(f"wrote {write_report(args.json, report, 'bench/vs_llamacpp.py', args.force)}")
     return report
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from engines.client import Endpoint, EngineError, recognise
 from engines.embedded import KINDS, MAX_GAMMA, RULES, EngineUnavailable, Mode, stop_all
-from engines.output import check_output_path, write_json
 from engines.workload import Workload, as_dict, run_embedded, run_workload, table
+from gpu_demo.reports import check_report_path, write_report
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -28,7 +29,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--url", help="a running vLLM / SGLang / llama.cpp / TensorRT-LLM server (must be allow-listed)")
     ap.add_argument("--base-url", help="the same model without speculation, for the measured speedup")
     ap.add_argument("--c", type=float, default=0.0, help="with --url: the draft's cost per token in target steps")
-    ap.add_argument("--json", metavar="PATH", help="also write the result as JSON (not inside a package folder)")
+    ap.add_argument("--json", metavar="PATH", type=Path, help="also write the result as JSON (not inside a package)")
+    ap.add_argument("--force", action="store_true", help="replace an existing --json file that is not our report")
     return ap.parse_args(argv)
 
 
@@ -36,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     try:
         if args.json:
-            check_output_path(args.json)
+            check_report_path(args.json, args.force)
         work = Workload(args.prompts, args.tokens, args.temperature, args.repeats)
         if args.url:
             spec = Endpoint.from_url(args.url)
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                                   config={"engine": engine, "url": spec.base, "gamma": args.gamma, "c": args.c})
         else:
             result = run_embedded(Mode(args.mode, args.gamma, args.rule, args.threads), work)
-    except (ValueError, EngineError, EngineUnavailable) as exc:
+    except (ValueError, EngineError, EngineUnavailable) as exc:  # RefusedPath is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     if result.config.get("command"):
         print(f"\nsame as: {result.config['command']}")
     if args.json:
-        print(f"wrote {write_json(args.json, as_dict(result))}")
+        print(f"wrote {write_report(args.json, as_dict(result), 'python -m engines', args.force)}")
     return 0
 
 

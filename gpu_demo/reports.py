@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 MARKER = "specdec_lab_report"  # the key every report we write carries; its value names the writer
-PACKAGES = ("gpu_demo", "specdec_core", "ui", "content", "views")
+PACKAGES = ("gpu_demo", "specdec_core", "ui", "content", "views", "engines")
 MAX_REPORT_BYTES = 64 * 2**20  # an existing file larger than this is not read to look for the marker
 _ROOT = Path(__file__).resolve().parent.parent
 
