@@ -7,6 +7,7 @@ the lookup pair ``max_ngram``/``min_ngram``.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,17 @@ from pathlib import Path
 import torch
 
 from gpu_demo.drafters import LookupDrafter, ModelDrafter
-from gpu_demo.models.gguf import LICENSE, SmolLM2, SmolLM2Unavailable, cache_dir, gguf_path, load_smollm2, render_chat
+from gpu_demo.models.gguf import (
+    LICENSE,
+    SmolLM2,
+    SmolLM2Unavailable,
+    cache_dir,
+    gguf_path,
+    load_smollm2,
+    q4_1_state,
+    render_chat,
+)
+from gpu_demo.models.quant import FORMATS, cpu_weight_format
 from gpu_demo.pairs import Pair, damaged
 
 TURN_MARK = "<|im_start|>"  # opens every turn in SmolLM2's chat template
@@ -58,22 +69,46 @@ def _dtype(device: torch.device, dtype: torch.dtype | str | None) -> torch.dtype
     return dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
 
 
-_TARGETS: dict[tuple[str, str, int], SmolLM2] = {}
+_TARGETS: dict[tuple[str, str, int, str], SmolLM2] = {}
 _TARGETS_LOCK = threading.Lock()
+CPU_WEIGHTS = "fp16"  # the SmolLM2 target's format on a CPU: TV 5e-4 from float32; int8 (fbgemm dynamic) is off by TV 0.5
+WEIGHTS_ENV = "SPECDEC_CPU_WEIGHTS"
 
 
-def shared_target(device: torch.device, dtype: torch.dtype, max_len: int) -> SmolLM2:
-    """SmolLM2 loaded once per process and (device, dtype, cache length), shared by both SmolLM2 pairs.
+def target_weights(device: torch.device, dtype: torch.dtype, weights: str | None = None) -> tuple[str, str]:
+    """(format, in words) of the target's linear maps: `weights`, else $SPECDEC_CPU_WEIGHTS, else CPU_WEIGHTS, on a
+    CPU in float32 where its kernel runs here (gpu_demo.models.quant.cpu_weight_format); float32 elsewhere."""
+    dtype = _dtype(torch.device(device), dtype)
+    wanted = weights or os.environ.get(WEIGHTS_ENV, "").strip() or CPU_WEIGHTS
+    if wanted not in FORMATS:
+        raise ValueError(f"SmolLM2 weight format must be one of {FORMATS}; got {wanted!r}")
+    if torch.device(device).type != "cpu" or dtype != torch.float32:
+        return "float32", f"{str(dtype).replace('torch.', '')} weights (quantised kernels are CPU float32 only)"
+    return cpu_weight_format(wanted)
 
-    Sharing one 540 MB target is safe where runs on a device take turns (the live page's device queue) and
+
+def prepare_target(smol: SmolLM2, fmt: str, words: str) -> None:
+    """Put the loaded target on `fmt` weights (float32: oneDNN-packed for 4+ rows; int4: the GGUF's Q4_1 blocks)."""
+    smol.weights = words
+    if smol.model.device.type != "cpu" or smol.model.dtype != torch.float32:
+        smol.model.pack_for_cpu()  # a no-op off the CPU
+        return
+    smol.model.quantize_for_cpu(fmt, q4_1_state() if fmt == "int4" else None)
+
+
+def shared_target(device: torch.device, dtype: torch.dtype, max_len: int, weights: str | None = None) -> SmolLM2:
+    """SmolLM2 loaded once per process and (device, dtype, cache length, weight format), shared by the SmolLM2 pairs.
+
+    Sharing one target is safe where runs on a device take turns (the live page's device queue) and
     every run resets the caches it uses (decode._prefill). A failed load is not kept: the next call retries.
     """
-    key = (str(torch.device(device)), str(dtype), int(max_len))
+    fmt, words = target_weights(device, dtype, weights)
+    key = (str(torch.device(device)), str(dtype), int(max_len), fmt)
     with _TARGETS_LOCK:  # held while loading, so two pairs asking at once load it once
         if key not in _TARGETS:
             try:
                 smol = load_smollm2(device=device, dtype=dtype, max_len=max_len)
-                smol.model.pack_for_cpu()  # verify passes of 4+ tokens on a CPU: the packed kernel (no-op elsewhere)
+                prepare_target(smol, fmt, words)
                 _TARGETS[key] = smol
             except SmolLM2Unavailable:
                 raise
@@ -85,8 +120,10 @@ def shared_target(device: torch.device, dtype: torch.dtype, max_len: int) -> Smo
 
 def _info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
     """Facts for display."""
+    fmt = smol.model.weight_format
     return {
-        "target": "SmolLM2-135M-Instruct (Q4_1 GGUF dequantised)",
+        "target": f"SmolLM2-135M-Instruct (Q4_1 GGUF, {fmt} weights)",
+        "target_weights": smol.weights,
         "target_params": smol.model.num_params(),
         "draft": draft,
         "context": smol.model.max_seq_len,
