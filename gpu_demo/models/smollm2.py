@@ -71,7 +71,7 @@ def _dtype(device: torch.device, dtype: torch.dtype | str | None) -> torch.dtype
 
 _TARGETS: dict[tuple[str, str, int, str], SmolLM2] = {}
 _TARGETS_LOCK = threading.Lock()
-CPU_WEIGHTS = "fp16"  # the SmolLM2 target's format on a CPU: TV 5e-4 from float32; int8 (fbgemm dynamic) is off by TV 0.5
+CPU_WEIGHTS = "fp16"  # the target's CPU format: TV 5e-4 from float32 (int8, fbgemm dynamic: TV 0.5)
 WEIGHTS_ENV = "SPECDEC_CPU_WEIGHTS"
 
 
@@ -88,12 +88,13 @@ def target_weights(device: torch.device, dtype: torch.dtype, weights: str | None
 
 
 def prepare_target(smol: SmolLM2, fmt: str, words: str) -> None:
-    """Put the loaded target on `fmt` weights (float32: oneDNN-packed for 4+ rows; int4: the GGUF's Q4_1 blocks)."""
+    """Put the loaded target on `fmt` weights (float32: oneDNN-packed for 4+ rows, a no-op off the CPU; int4: the
+    GGUF's Q4_1 blocks); `words` is what the pair's info shows."""
     smol.weights = words
-    if smol.model.device.type != "cpu" or smol.model.dtype != torch.float32:
-        smol.model.pack_for_cpu()  # a no-op off the CPU
-        return
-    smol.model.quantize_for_cpu(fmt, q4_1_state() if fmt == "int4" else None)
+    if fmt == "float32":
+        smol.model.pack_for_cpu()
+    else:
+        smol.model.quantize_for_cpu(fmt, q4_1_state() if fmt == "int4" else None)
 
 
 def shared_target(device: torch.device, dtype: torch.dtype, max_len: int, weights: str | None = None) -> SmolLM2:
@@ -138,12 +139,15 @@ def _info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
 
 def load_lookup_pair(
     device: torch.device, dtype: torch.dtype | str | None = None, max_len: int = 2048,
-    max_ngram: int | str = 3, min_ngram: int | str = 1,
+    max_ngram: int | str = 3, min_ngram: int | str = 1, weights: str | None = None,
 ) -> Pair:
-    """SmolLM2 target + prompt-lookup draft (deterministic, q one-hot). Options may come as CLI strings."""
+    """SmolLM2 target (`weights`: a quant.FORMATS name, None for the CPU default) + prompt-lookup draft (q one-hot).
+
+    Options may come as CLI strings.
+    """
     dt = _dtype(device, dtype)
     max_len, max_ngram, min_ngram = int(max_len), int(max_ngram), int(min_ngram)
-    smol = shared_target(device, dt, max_len)
+    smol = shared_target(device, dt, max_len, weights)
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
     drafter = LookupDrafter(smol.model.vocab_size, max_ngram=max_ngram, min_ngram=min_ngram)
     info = _info(smol, dt, f"prompt lookup (n-gram {min_ngram}..{max_ngram})")
@@ -152,14 +156,14 @@ def load_lookup_pair(
 
 def target_and_draft(
     device: torch.device, dtype: torch.dtype | str | None, max_len: int | str,
-    load: Callable[..., torch.nn.Module], files: list[Path],
+    load: Callable[..., torch.nn.Module], files: list[Path], weights: str | None = None,
 ) -> tuple[SmolLM2, torch.dtype, torch.nn.Module, SmolTokenizer]:
-    """The shared SmolLM2 target, a draft built by load(target, max_len=...) from `files`, and the tokenizer.
+    """The shared SmolLM2 target (on `weights`), a draft built by load(target, max_len=...) from `files`, the tokenizer.
 
     A draft that cannot be read raises the error naming the first damaged or missing file.
     """
     dt = _dtype(device, dtype)
-    smol = shared_target(device, dt, int(max_len))
+    smol = shared_target(device, dt, int(max_len), weights)
     try:
         draft = load(smol.model, max_len=int(max_len))
     except Exception as exc:  # the readers' own messages do not say which file
