@@ -10,10 +10,13 @@ timing is the mean of --calls forwards after a context of --context tokens, and 
 median over repeats with its [min, max].
 
     .venv/bin/python bench/verify_cost.py --threads 1 --repeats 7 --json bench/verify_cost.json
+    .venv/bin/python bench/verify_cost.py --weights float32,fp16,int8 --tokens 1,2,4,8 \
+        --json bench/verify_cost_formats.json
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import torch
@@ -28,7 +31,15 @@ KERNELS = ("BLAS, contiguous W (out, in)", "BLAS, W^T contiguous (in, out)", "on
 
 
 def use_kernel(model, name: str) -> None:
-    """Put `model`'s linear maps on the kernel `name` (one of KERNELS)."""
+    """Put `model`'s linear maps on the kernel `name` (one of KERNELS, or a weight format of quant.FORMATS)."""
+    from gpu_demo.models.quant import FORMATS
+
+    if name in FORMATS:
+        from gpu_demo.models.gguf import q4_1_state
+
+        model.quantize_for_cpu(name, q4_1_state() if name == "int4" else None)  # float32: oneDNN-packed (app)
+        return
+    model.quantize_for_cpu("float32")
     model.pack_for_cpu(None)
     if name == KERNELS[2]:
         model.pack_for_cpu()
@@ -36,16 +47,17 @@ def use_kernel(model, name: str) -> None:
         model.set_weight_layout(name == KERNELS[1])
 
 
-def measure(model, tokens: list[int], repeats: int, calls: int, context: int) -> dict[str, dict[int, list[float]]]:
+def measure(model, tokens: list[int], repeats: int, calls: int, context: int,
+            kernels: tuple[str, ...] = KERNELS) -> dict[str, dict[int, list[float]]]:
     """Seconds per forward of T tokens after `context` cached tokens, per kernel and T, `repeats` interleaved values."""
     g = torch.Generator().manual_seed(0)
     prefix = torch.randint(0, model.vocab_size, (1, context), generator=g)  # (1, context)
-    out: dict[str, dict[int, list[float]]] = {name: {t: [] for t in tokens} for name in KERNELS}
+    out: dict[str, dict[int, list[float]]] = {name: {t: [] for t in tokens} for name in kernels}
     with torch.inference_mode():
         model.reset(1)
         model.forward(prefix)
         for base_first in race_order(repeats):
-            for name in KERNELS if base_first else KERNELS[::-1]:
+            for name in kernels if base_first else kernels[::-1]:
                 use_kernel(model, name)
                 for t in tokens:
                     x = torch.randint(0, model.vocab_size, (1, t), generator=g)  # (1, T)
@@ -55,6 +67,15 @@ def measure(model, tokens: list[int], repeats: int, calls: int, context: int) ->
                         model.forward(x)
 
                     out[name][t].append(sum(time_call(step, model.device, calls)) / calls)
+    return out
+
+
+def v_medians(report: dict) -> dict[str, dict[int, float]]:
+    """v(T) = median over repeats of t(T) / t(1) per kernel or format, from this script's JSON report (pure)."""
+    out = {}
+    for name, per_t in report["seconds"].items():
+        one = per_t[min(per_t, key=int)]
+        out[name] = {int(t): spread([v / o for v, o in zip(vals, one)]).median for t, vals in per_t.items()}
     return out
 
 
@@ -80,6 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--calls", type=int, default=3, help="forwards averaged per timing")
     ap.add_argument("--context", type=int, default=200, help="tokens already in the cache")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--weights", default=None,
+                    help="comma list of weight formats (float32,fp16,int8,int4) to compare instead of the kernels")
     add_json(ap)
     args = parse(ap, argv)
     check_repeats(args.repeats)
@@ -91,12 +114,14 @@ def main(argv: list[str] | None = None) -> None:
 
     model = load_smollm2(max_len=args.context + max(tokens) + 1).model
     t0 = time.perf_counter()
-    times = measure(model, tokens, args.repeats, args.calls, args.context)
+    kernels = tuple(w.strip() for w in args.weights.split(",")) if args.weights else KERNELS
+    times = measure(model, tokens, args.repeats, args.calls, args.context, kernels)
     print(f"SmolLM2-135M verify pass, {args.threads} thread(s), context {args.context}, {args.repeats} repeats "
           f"x {args.calls} calls ({time.perf_counter() - t0:.0f} s)")
     print(table(times))
     if args.json:
-        report = {"threads": args.threads, "context": args.context, "repeats": args.repeats, "calls": args.calls,
+        report = {"threads": args.threads, "load_average": os.getloadavg()[0],
+                  "context": args.context, "repeats": args.repeats, "calls": args.calls,
                   "seconds": {name: {str(t): v for t, v in per_t.items()} for name, per_t in times.items()},
                   "environment": environment(model.device)}
         print(f"wrote {write_report(args.json, report, 'bench/verify_cost.py', args.force)}")

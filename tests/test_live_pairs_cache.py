@@ -54,7 +54,9 @@ def _fake_smol(loads: list[object], packs: list[int] | None = None, hold: Callab
         loads.append((device, dtype, max_len))
         hold()  # the racing test keeps the first load open until the second thread is in load_pair too
         model = types.SimpleNamespace(vocab_size=49152, max_seq_len=max_len, num_params=lambda: 134_515_008,
-                                      pack_for_cpu=lambda: (packs if packs is not None else []).append(max_len))
+                                      pack_for_cpu=lambda: (packs if packs is not None else []).append(max_len),
+                                      quantize_for_cpu=lambda fmt, q4=None: (packs if packs is not None else [])
+                                      .append(max_len), weight_format="fp16")
         tok = types.SimpleNamespace(get_vocab_size=lambda: 49152)
         return types.SimpleNamespace(model=model, tokenizer=tok, chat_template="", eos_token_id=2, load_seconds=0.0,
                                      from_cache=True)

@@ -223,6 +223,7 @@ class SmolLM2:
     bos_token_id: int
     load_seconds: float
     from_cache: bool
+    weights: str = "float32 weights"  # the linear maps' format in words (smollm2.prepare_target sets it)
 
 
 def load_smollm2(
@@ -268,3 +269,36 @@ def render_chat(chat_template: str, messages: list[dict[str, str]], add_generati
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     return env.from_string(chat_template).render(messages=messages, add_generation_prompt=add_generation_prompt)
+
+
+# ------------------------------------------------------------------ raw Q4_1 blocks --
+Q4_1_BLOCK_BYTES = 20  # per block of 32 weights: d (fp16), m (fp16), 16 bytes of nibbles
+
+
+def q4_1_blocks_of(raw: np.ndarray, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One Q4_1 tensor's bytes -> (q (rows, cols) int32 in 0..15, d, m (rows, cols/32) float32), W = d q + m.
+
+    Block layout (ggml): weight j < 16 is the low nibble of byte j, weight j + 16 its high nibble.
+    """
+    blocks = np.asarray(raw, dtype=np.uint8).reshape(rows * (cols // 32), Q4_1_BLOCK_BYTES)  # (blocks, 20)
+    d = blocks[:, 0:2].copy().view(np.float16).astype(np.float32).reshape(rows, cols // 32)
+    m = blocks[:, 2:4].copy().view(np.float16).astype(np.float32).reshape(rows, cols // 32)
+    nib = blocks[:, 4:]  # (blocks, 16)
+    q = np.concatenate((nib & 15, nib >> 4), axis=1).astype(np.int32).reshape(rows, cols)
+    return torch.from_numpy(q), torch.from_numpy(d), torch.from_numpy(m)
+
+
+def q4_1_state(path: Path | None = None) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Every Q4_1 tensor of the GGUF as its own blocks (q, d, m), keyed by gpu_demo.llama state-dict name."""
+    gguf = _import_gguf()
+    path = path or gguf_path()
+    try:
+        reader = gguf.GGUFReader(str(path))
+    except Exception as exc:  # the gguf package raises ValueError/struct errors on corrupt files
+        raise SmolLM2Unavailable(f"cannot read GGUF {path} ({type(exc).__name__}: {exc})") from exc
+    out = {}
+    for t in reader.tensors:
+        if t.tensor_type == gguf.GGMLQuantizationType.Q4_1:
+            cols, rows = (int(n) for n in t.shape)  # GGUF lists the inner dimension first
+            out[module_name(t.name)] = q4_1_blocks_of(t.data, rows, cols)
+    return out

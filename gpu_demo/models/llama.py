@@ -23,6 +23,7 @@ from gpu_demo.models.packed import (
     packing_available,
     unpack_linears,
 )
+from gpu_demo.models.quant import QuantLinear, dequantize_linears, quantize_linears
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,8 @@ class Llama(CachedDecoder, nn.Module):
         self._cos = self._sin = None  # RoPE tables (max_len, hd/2), built on the weights' device
         self.last_hidden: torch.Tensor | None = None  # (B, T, C) last forward's pre-norm states (EAGLE)
         self._packed_head: tuple[PackedLinear, ...] = ()  # set by pack_for_cpu
+        self._quant_head: tuple[QuantLinear, ...] = ()  # set by quantize_for_cpu
+        self.weight_format = "float32"  # of the linear maps' inference path (quantize_for_cpu)
 
     # ------------------------------------------------------------------ properties --
     @property
@@ -229,6 +232,26 @@ class Llama(CachedDecoder, nn.Module):
         self._packed_head = (PackedLinear(w.detach(), min_rows),)  # a tuple: not a submodule, not in the state dict
         return pack_linears(self, min_rows) + 1
 
+    def quantize_for_cpu(self, fmt: str, q4: dict[str, tuple[torch.Tensor, ...]] | None = None) -> int:
+        """Run every linear map's inference on `fmt` weights (gpu_demo.models.quant.FORMATS); returns how many.
+
+        "float32" undoes any quantisation and packs as pack_for_cpu does. int4 takes each map's blocks (q, d, m)
+        from q4 (the GGUF's own, by state-dict name) where given; the tied head, stored in the GGUF as Q8_0,
+        runs int8 in the int8 format and fp16 in the others. The float32 weights stay (training, state dict).
+        """
+        self.pack_for_cpu(None)
+        dequantize_linears(self)
+        self._quant_head, self.weight_format = (), "float32"
+        if fmt == "float32":
+            return self.pack_for_cpu()
+        if self.device.type != "cpu" or self.dtype != torch.float32:
+            return 0
+        self.set_weight_layout(False)
+        w = self.tok_embeddings.weight if self.output is None else self.output.weight
+        self._quant_head = (QuantLinear("int8" if fmt == "int8" else "fp16", w.detach()),)  # a tuple: no submodule
+        self.weight_format = fmt
+        return quantize_linears(self, fmt, q4) + 1
+
     # --------------------------------------------------------------------- forward --
     def head(self, h: torch.Tensor) -> torch.Tensor:
         """Final norm and output projection (tied to the embedding by default): (B, T, C) -> (B, T, V) float32.
@@ -238,7 +261,10 @@ class Llama(CachedDecoder, nn.Module):
         h = self.norm(h)
         w = self.tok_embeddings.weight if self.output is None else self.output.weight
         ph = self._packed_head[0] if self._packed_head else None
-        logits = (packed_linear(h, ph.packed) if ph is not None and ph.use_packed(h) else F.linear(h, w)).float()
+        if self._quant_head:
+            logits = self._quant_head[0](h).float()
+        else:
+            logits = (packed_linear(h, ph.packed) if ph is not None and ph.use_packed(h) else F.linear(h, w)).float()
         if self.out_ids is None:
             return logits
         full = logits.new_full((*logits.shape[:-1], self.vocab_size), float("-inf"))  # (B, T, V)

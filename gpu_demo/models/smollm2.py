@@ -7,6 +7,7 @@ the lookup pair ``max_ngram``/``min_ngram``.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,17 @@ from pathlib import Path
 import torch
 
 from gpu_demo.drafters import LookupDrafter, ModelDrafter
-from gpu_demo.models.gguf import LICENSE, SmolLM2, SmolLM2Unavailable, cache_dir, gguf_path, load_smollm2, render_chat
+from gpu_demo.models.gguf import (
+    LICENSE,
+    SmolLM2,
+    SmolLM2Unavailable,
+    cache_dir,
+    gguf_path,
+    load_smollm2,
+    q4_1_state,
+    render_chat,
+)
+from gpu_demo.models.quant import FORMATS, cpu_weight_format
 from gpu_demo.pairs import Pair, damaged
 
 TURN_MARK = "<|im_start|>"  # opens every turn in SmolLM2's chat template
@@ -74,22 +85,47 @@ def _dtype(device: torch.device, dtype: torch.dtype | str | None) -> torch.dtype
     return dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
 
 
-_TARGETS: dict[tuple[str, str, int], SmolLM2] = {}
+_TARGETS: dict[tuple[str, str, int, str], SmolLM2] = {}
 _TARGETS_LOCK = threading.Lock()
+CPU_WEIGHTS = "fp16"  # the target's CPU format: TV 5e-4 from float32 (int8, fbgemm dynamic: TV 0.5)
+WEIGHTS_ENV = "SPECDEC_CPU_WEIGHTS"
 
 
-def shared_target(device: torch.device, dtype: torch.dtype, max_len: int) -> SmolLM2:
-    """SmolLM2 loaded once per process and (device, dtype, cache length), shared by both SmolLM2 pairs.
+def target_weights(device: torch.device, dtype: torch.dtype, weights: str | None = None) -> tuple[str, str]:
+    """(format, in words) of the target's linear maps: `weights`, else $SPECDEC_CPU_WEIGHTS, else CPU_WEIGHTS, on a
+    CPU in float32 where its kernel runs here (gpu_demo.models.quant.cpu_weight_format); float32 elsewhere."""
+    dtype = _dtype(torch.device(device), dtype)
+    wanted = weights or os.environ.get(WEIGHTS_ENV, "").strip() or CPU_WEIGHTS
+    if wanted not in FORMATS:
+        raise ValueError(f"SmolLM2 weight format must be one of {FORMATS}; got {wanted!r}")
+    if torch.device(device).type != "cpu" or dtype != torch.float32:
+        return "float32", f"{str(dtype).replace('torch.', '')} weights (quantised kernels are CPU float32 only)"
+    return cpu_weight_format(wanted)
 
-    Sharing one 540 MB target is safe where runs on a device take turns (the live page's device queue) and
+
+def prepare_target(smol: SmolLM2, fmt: str, words: str) -> None:
+    """Put the loaded target on `fmt` weights (float32: oneDNN-packed for 4+ rows, a no-op off the CPU; int4: the
+    GGUF's Q4_1 blocks); `words` is what the pair's info shows."""
+    smol.weights = words
+    if fmt == "float32":
+        smol.model.pack_for_cpu()
+    else:
+        smol.model.quantize_for_cpu(fmt, q4_1_state() if fmt == "int4" else None)
+
+
+def shared_target(device: torch.device, dtype: torch.dtype, max_len: int, weights: str | None = None) -> SmolLM2:
+    """SmolLM2 loaded once per process and (device, dtype, cache length, weight format), shared by the SmolLM2 pairs.
+
+    Sharing one target is safe where runs on a device take turns (the live page's device queue) and
     every run resets the caches it uses (decode.prefill). A failed load is not kept: the next call retries.
     """
-    key = (str(torch.device(device)), str(dtype), int(max_len))
+    fmt, words = target_weights(device, dtype, weights)
+    key = (str(torch.device(device)), str(dtype), int(max_len), fmt)
     with _TARGETS_LOCK:  # held while loading, so two pairs asking at once load it once
         if key not in _TARGETS:
             try:
                 smol = load_smollm2(device=device, dtype=dtype, max_len=max_len)
-                smol.model.pack_for_cpu()  # verify passes of 4+ tokens on a CPU: the packed kernel (no-op elsewhere)
+                prepare_target(smol, fmt, words)
                 _TARGETS[key] = smol
             except SmolLM2Unavailable:
                 raise
@@ -106,8 +142,10 @@ def tokenizer_of(smol: SmolLM2) -> SmolTokenizer:
 
 def pair_info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
     """Facts for display; stop_tokens is what every caller (CLI, live page, race, constraint panel) stops at."""
+    fmt = smol.model.weight_format
     return {
-        "target": "SmolLM2-135M-Instruct (Q4_1 GGUF dequantised)",
+        "target": f"SmolLM2-135M-Instruct (Q4_1 GGUF, {fmt} weights)",
+        "target_weights": smol.weights,
         "target_params": smol.model.num_params(),
         "draft": draft,
         "context": smol.model.max_seq_len,
@@ -122,12 +160,15 @@ def pair_info(smol: SmolLM2, dtype: torch.dtype, draft: str) -> dict:
 
 def load_lookup_pair(
     device: torch.device, dtype: torch.dtype | str | None = None, max_len: int = 2048,
-    max_ngram: int | str = 3, min_ngram: int | str = 1,
+    max_ngram: int | str = 3, min_ngram: int | str = 1, weights: str | None = None,
 ) -> Pair:
-    """SmolLM2 target + prompt-lookup draft (deterministic, q one-hot). Options may come as CLI strings."""
+    """SmolLM2 target (`weights`: a quant.FORMATS name, None for the CPU default) + prompt-lookup draft (q one-hot).
+
+    Options may come as CLI strings.
+    """
     dt = _dtype(device, dtype)
     max_len, max_ngram, min_ngram = int(max_len), int(max_ngram), int(min_ngram)
-    smol = shared_target(device, dt, max_len)
+    smol = shared_target(device, dt, max_len, weights)
     tok = tokenizer_of(smol)
     drafter = LookupDrafter(smol.model.vocab_size, max_ngram=max_ngram, min_ngram=min_ngram)
     info = pair_info(smol, dt, f"prompt lookup (n-gram {min_ngram}..{max_ngram})")
@@ -136,14 +177,14 @@ def load_lookup_pair(
 
 def target_and_draft(
     device: torch.device, dtype: torch.dtype | str | None, max_len: int | str,
-    load: Callable[..., torch.nn.Module], files: list[Path],
+    load: Callable[..., torch.nn.Module], files: list[Path], weights: str | None = None,
 ) -> tuple[SmolLM2, torch.dtype, torch.nn.Module, SmolTokenizer]:
-    """The shared SmolLM2 target, a draft built by load(target, max_len=...) from `files`, and the tokenizer.
+    """The shared SmolLM2 target (on `weights`), a draft built by load(target, max_len=...) from `files`, the tokenizer.
 
     A draft that cannot be read raises the error naming the first damaged or missing file.
     """
     dt = _dtype(device, dtype)
-    smol = shared_target(device, dt, int(max_len))
+    smol = shared_target(device, dt, int(max_len), weights)
     try:
         draft = load(smol.model, max_len=int(max_len))
     except Exception as exc:  # the readers' own messages do not say which file

@@ -1,0 +1,255 @@
+"""Quantised linear maps for CPU inference: fp16 and int8 weights (fbgemm) and int4 (the GGUF's own Q4_1 blocks).
+
+A batch-1 decode step streams every weight once, so on a CPU its time follows the bytes per weight: float32 4,
+fp16 2, int8 1 (+ a scale per row), int4 0.5 (+ a scale and a minimum per group of 32). The kernels:
+
+    fp16:  y = x W16^T, W16 = fp16(W), float32 x and accumulation     (fbgemm, F16C + AVX2: weight-only)
+    int8:  y = s_x s[n] sum_k (x_k / s_x)_u8 q[n, k]                   (fbgemm dynamic: x rounded per call to
+           7-bit unsigned with its own range, W = s q per output channel, s[n] = max_k |W| / 127)
+    int4:  W[n, k] = s[g, n] (q[n, k] - 8) + z[g, n], g = k // 32      (torch _weight_int4pack_mm_for_cpu,
+           weight-only; Q4_1 stores W = d q + m per block: s = d, z = m + 8 d, the file's own numbers)
+
+PyTorch's weight-only int8/int4 kernels (_weight_int8pack_mm, _weight_int4pack_mm_for_cpu, the ones gpt-fast and
+torchao call) are vectorised for AVX-512; on an AVX2-only CPU they run 3-7x *slower* than float32 BLAS
+(bench/quant_kernels.py), so int4 is kept for measurement and fp16/int8 are the fast formats there.
+
+:class:`QuantLinear` keeps the float32 Parameter it wraps (training, the state dict) and uses the quantised copy
+in inference: the model's law is then whatever the kernel computes, which is what p must be.
+:func:`quant_unavailable_reason` probes each kernel once on a tiny weight, so a CPU or a torch build without one
+falls back to float32 and says why.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+FORMATS = ("float32", "fp16", "int8", "int4")  # weight formats of a CPU target, most bytes first
+GROUP = 32  # GGUF Q4_1/Q8_0 block length
+QUANT_ENV = "SPECDEC_CPU_QUANT"  # "0": never quantise (forces the float32 fallback, for tests and comparisons)
+INNER_K_TILES = 2  # argument of the int4 packer (its CPU layout does not depend on it)
+
+
+# ---------------------------------------------------------------------------- int4 --
+def int4_from_min_scale(q: torch.Tensor, d: torch.Tensor, m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Q4_1 blocks -> (packed weight (N, K/2) uint8, scales-and-zeros (K/G, N, 2) float32) for W = d q + m.
+
+    q (N, K) integers 0..15; d, m (N, K/G) per-group scale and minimum. The kernel computes s (q - 8) + z with
+    s = d and z = m + 8 d.
+    """
+    if q.dim() != 2 or q.shape[1] % GROUP or d.shape != (q.shape[0], q.shape[1] // GROUP) or d.shape != m.shape:
+        raise ValueError(f"need q (N, K) with K a multiple of {GROUP} and d, m (N, K/{GROUP}); got "
+                         f"{tuple(q.shape)}, {tuple(d.shape)}, {tuple(m.shape)}")
+    packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.to(torch.int32).contiguous(), INNER_K_TILES)
+    sz = torch.stack((d.float().t(), (m.float() + 8 * d.float()).t()), dim=-1).contiguous()  # (K/G, N, 2)
+    return packed, sz
+
+
+def int4_from_float(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """W (N, K) -> (q, d, m) asymmetric 4-bit per group of 32 as Q4_1 makes it: d = (max - min) / 15, m = min."""
+    N, K = w.shape
+    wg = w.detach().float().reshape(N, K // GROUP, GROUP)  # (N, K/G, G)
+    lo, hi = wg.amin(-1), wg.amax(-1)  # (N, K/G)
+    d = (hi - lo) / 15
+    q = torch.round((wg - lo[..., None]) / torch.where(d > 0, d, 1)[..., None]).clamp(0, 15)  # (N, K/G, G)
+    return q.reshape(N, K).to(torch.int32), d, lo
+
+
+def int4_dequant(q: torch.Tensor, d: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """W = d q + m per group of 32 columns: q (N, K), d, m (N, K/G) -> (N, K) float32."""
+    N, K = q.shape
+    return (q.float().reshape(N, K // GROUP, GROUP) * d.float()[..., None] + m.float()[..., None]).reshape(N, K)
+
+
+def int4_linear(x: torch.Tensor, packed: torch.Tensor, sz: torch.Tensor) -> torch.Tensor:
+    """x (M, K) float32 @ W^T -> (M, N) with W the int4 weight above."""
+    return torch.ops.aten._weight_int4pack_mm_for_cpu(x, packed, GROUP, sz)
+
+
+# ---------------------------------------------------------------------------- int8 --
+def int8_from_float(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """W (N, K) -> (q (N, K) int8, s (N,) float32) with s = max_k |W| / 127, q = round(W / s); zero rows keep s = 1."""
+    wf = w.detach().float()
+    s = wf.abs().amax(-1) / 127  # (N,)
+    s = torch.where(s > 0, s, torch.ones_like(s))
+    return torch.round(wf / s[:, None]).clamp(-127, 127).to(torch.int8).contiguous(), s.contiguous()
+
+
+def int8_weight_only_linear(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """x (M, K) float32 @ (s q)^T -> (M, N) on torch's weight-only int8 kernel (slow without AVX-512; measured)."""
+    return torch.ops.aten._weight_int8pack_mm(x, q, s)
+
+
+def fbgemm_int8_pack(w: torch.Tensor) -> torch.Tensor:
+    """W (N, K) -> fbgemm's packed per-channel int8 copy (opaque; only fbgemm_int8_linear reads it)."""
+    q, s = int8_from_float(w)
+    with warnings.catch_warnings():  # quantised tensors are deprecated in torch 2.13 but their fbgemm ops stay
+        warnings.simplefilter("ignore")
+        qw = torch._make_per_channel_quantized_tensor(q, s.double(), torch.zeros(len(s), dtype=torch.long), 0)
+        return torch.ops.quantized.linear_prepack(qw, None)
+
+
+def fbgemm_int8_linear(x: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
+    """x (M, K) float32 -> (M, N): x rounded to 7-bit unsigned over its own range, int8 W, float32 result."""
+    return torch.ops.quantized.linear_dynamic(x, packed, True)
+
+
+# ---------------------------------------------------------------------------- fp16 --
+def fbgemm_fp16_pack(w: torch.Tensor) -> torch.Tensor:
+    """W (N, K) -> fbgemm's packed fp16 copy (opaque; only fbgemm_fp16_linear reads it)."""
+    return torch.ops.quantized.linear_prepack_fp16(w.detach().float().contiguous(), None)
+
+
+def fbgemm_fp16_linear(x: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
+    """x (M, K) float32 @ fp16(W)^T -> (M, N), float32 accumulation."""
+    return torch.ops.quantized.linear_dynamic_fp16(x, packed)
+
+
+# ----------------------------------------------------------------------- the probe --
+def pack(fmt: str, w: torch.Tensor, q4: tuple[torch.Tensor, ...] | None = None) -> tuple[torch.Tensor, ...]:
+    """W (N, K) float32 (or int4's (q, d, m) blocks) -> the tensors `fmt`'s kernel reads."""
+    if fmt == "fp16":
+        return (fbgemm_fp16_pack(w),)
+    if fmt == "int8":
+        return (fbgemm_int8_pack(w),)
+    if fmt == "int4":
+        return int4_from_min_scale(*(q4 if q4 is not None else int4_from_float(w)))
+    raise ValueError(f"quantised formats are fp16, int8 and int4; got {fmt!r}")
+
+
+def run(fmt: str, x: torch.Tensor, packed: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """x (M, K) float32 -> (M, N) on `fmt`'s kernel over pack()'s tensors."""
+    if fmt == "fp16":
+        return fbgemm_fp16_linear(x, *packed)
+    if fmt == "int8":
+        return fbgemm_int8_linear(x, *packed)
+    return int4_linear(x, *packed)
+
+
+def reference_weight(fmt: str, w: torch.Tensor) -> torch.Tensor:
+    """The float32 weight (N, K) `fmt`'s kernel stands for: fp16(W), s q (int8), d q + m (int4)."""
+    if fmt == "fp16":
+        return w.half().float()
+    if fmt == "int8":
+        q, s = int8_from_float(w)
+        return q.float() * s[:, None]
+    return int4_dequant(*int4_from_float(w))
+
+
+@functools.cache
+def _probe(fmt: str) -> str | None:
+    """None where the `fmt` kernel runs here and matches x W^T of its own weight on a tiny case, else why not.
+
+    int8 rounds x as well, so it gets 5% relative error; the weight-only formats 1e-4.
+    """
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(16, 2 * GROUP, generator=g)  # (N, K)
+    x = torch.randn(3, 2 * GROUP, generator=g)  # (M, K)
+    try:
+        y = run(fmt, x, pack(fmt, w))
+    except (RuntimeError, AttributeError, NotImplementedError) as exc:
+        return f"the {fmt} kernel is not available here ({str(exc).strip().splitlines()[0][:160]})"
+    ref = x @ reference_weight(fmt, w).t()
+    if not bool(torch.isfinite(y).all()) or float((y - ref).norm() / ref.norm()) > (0.05 if fmt == "int8" else 1e-4):
+        return f"the {fmt} kernel's result is off on this CPU"
+    return None
+
+
+def quant_unavailable_reason(fmt: str) -> str | None:
+    """None where `fmt` weights run on this CPU; else why not (float32 needs nothing; forced off; kernel missing)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"weight format must be one of {FORMATS}; got {fmt!r}")
+    if fmt == "float32":
+        return None
+    if os.environ.get(QUANT_ENV, "").strip() == "0":
+        return f"quantised weights forced off ({QUANT_ENV}=0)"
+    return _probe(fmt)
+
+
+def cpu_weight_format(wanted: str) -> tuple[str, str]:
+    """(format that runs, in words): `wanted` where its kernel runs here, else float32 with the reason."""
+    why = quant_unavailable_reason(wanted)
+    if why is None:
+        return wanted, describe(wanted)
+    return "float32", f"float32 weights: {why}"
+
+
+def describe(fmt: str) -> str:
+    """The weight format in words."""
+    return {"float32": "float32 weights",
+            "fp16": "fp16 weights, float32 compute (fbgemm)",
+            "int8": "int8 weights per output channel, activations rounded to 7 bits per call (fbgemm dynamic)",
+            "int4": f"int4 weights from the GGUF's Q4_1 blocks, scale and minimum per {GROUP} "
+                    "(torch _weight_int4pack_mm_for_cpu)"}[fmt]
+
+
+# ---------------------------------------------------------------------- the module --
+class QuantLinear(nn.Module):
+    """A bias-free y = x W^T whose inference path runs on an fp16, int8 or int4 copy of W (module docstring).
+
+    Training (autograd on) and non-float32 or non-CPU inputs use the float32 weight.
+    """
+
+    def __init__(self, fmt: str, weight: torch.Tensor, q4: tuple[torch.Tensor, ...] | None = None) -> None:
+        super().__init__()
+        self.fmt = fmt
+        self.out_features, self.in_features = weight.shape
+        if isinstance(weight, nn.Parameter):
+            self.weight = weight  # the wrapped nn.Linear's Parameter: state dicts and training unchanged
+        else:
+            self.register_buffer("weight", weight, persistent=False)  # borrowed (a tied head's table)
+        self.packed = pack(fmt, weight, q4)  # a tuple: not buffers, not in the state dict
+
+    def use_quant(self, x: torch.Tensor) -> bool:
+        """The quantised copy serves x: inference on a CPU float32 input."""
+        return not torch.is_grad_enabled() and x.device.type == "cpu" and x.dtype == torch.float32
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., in) -> (..., out)."""
+        if not self.use_quant(x):
+            return F.linear(x, self.weight)
+        y = run(self.fmt, x.reshape(-1, self.in_features).contiguous(), self.packed)  # (M, out)
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+    def plain(self) -> nn.Linear:
+        """An nn.Linear over the same float32 weight."""
+        lin = nn.Linear(self.in_features, self.out_features, bias=False, device=self.weight.device,
+                        dtype=self.weight.dtype)
+        lin.weight = self.weight
+        return lin
+
+
+def quantize_linears(module: nn.Module, fmt: str, q4: dict[str, tuple[torch.Tensor, ...]] | None = None,
+                     prefix: str = "") -> int:
+    """Every bias-free CPU float32 nn.Linear under `module` -> a QuantLinear in `fmt`; returns how many.
+
+    q4 maps a linear's qualified name to its int4 blocks (q, d, m) (the GGUF's own); others are quantised here.
+    """
+    n = 0
+    for name, child in module.named_children():
+        full = f"{prefix}{name}"
+        if isinstance(child, nn.Linear) and child.bias is None and child.weight.device.type == "cpu" \
+                and child.weight.dtype == torch.float32:
+            blocks = (q4 or {}).get(f"{full}.weight") if fmt == "int4" else None
+            setattr(module, name, QuantLinear(fmt, child.weight, blocks))
+            n += 1
+        elif not isinstance(child, QuantLinear):
+            n += quantize_linears(child, fmt, q4, f"{full}.")
+    return n
+
+
+def dequantize_linears(module: nn.Module) -> int:
+    """Undo quantize_linears: every QuantLinear back to the nn.Linear over its float32 weight; returns how many."""
+    n = 0
+    for name, child in module.named_children():
+        if isinstance(child, QuantLinear):
+            setattr(module, name, child.plain())
+            n += 1
+        else:
+            n += dequantize_linears(child)
+    return n

@@ -1,0 +1,145 @@
+"""Quantised linear maps (gpu_demo.models.quant): each kernel against its own dequantised weight, the float32
+fallback where a kernel is missing or forced off, training untouched, and the engine's law on a quantised model.
+
+The law check runs the real speculative decoder on a tiny quantised Llama (V = 6) and compares the first three
+emitted tokens with the law the quantised model itself computes (Pearson chi-square, helpers from
+test_gpu_exactness); the draft's own law, which the same counts must reject, is the negative control.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from test_gpu_exactness import P_REJECT, PROMPT, V, sample_joint
+
+from gpu_demo.drafters import ModelDrafter
+from gpu_demo.models import quant
+from gpu_demo.models.llama import LlamaConfig, init_random
+from gpu_demo.models.packed import PackedLinear
+from gpu_demo.models.quant import QuantLinear
+from gpu_demo.sampler import SamplingConfig
+from specdec_core.stats import chi_square_gof
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+QUANT = ("fp16", "int8", "int4")
+
+
+def _w(n: int = 48, k: int = 96, seed: int = 0) -> torch.Tensor:
+    return torch.randn(n, k, generator=torch.Generator().manual_seed(seed)) * 0.05  # (N, K)
+
+
+def test_int4_kernel_computes_the_q4_1_weight_d_q_plus_m() -> None:
+    q, d, m = quant.int4_from_float(_w())
+    assert q.min() >= 0 and q.max() <= 15 and d.shape == (48, 3)
+    x = torch.randn(5, 96)  # (M, K)
+    y = quant.int4_linear(x, *quant.int4_from_min_scale(q, d, m))
+    torch.testing.assert_close(y, x @ quant.int4_dequant(q, d, m).t(), atol=1e-5, rtol=1e-5)
+    assert (quant.int4_dequant(q, d, m) - _w()).abs().max() <= d.max() / 2 + 1e-6  # within half a step
+
+
+def test_int4_rejects_blocks_of_the_wrong_shape() -> None:
+    q, d, m = quant.int4_from_float(_w())
+    with pytest.raises(ValueError, match="multiple of 32"):
+        quant.int4_from_min_scale(q[:, :40], d, m)
+
+
+@pytest.mark.parametrize("fmt", QUANT)
+def test_quant_linear_is_close_to_float32_and_keeps_its_parameter(fmt: str) -> None:
+    if quant.quant_unavailable_reason(fmt):
+        pytest.skip(quant.quant_unavailable_reason(fmt))
+    lin = torch.nn.Linear(96, 48, bias=False)
+    lin.weight.data = _w()
+    ql = QuantLinear(fmt, lin.weight)
+    x = torch.randn(3, 4, 96)  # (B, T, K)
+    with torch.no_grad():
+        y, ref = ql(x), F.linear(x, lin.weight)
+    assert y.shape == (3, 4, 48) and ql.weight is lin.weight
+    tol = {"fp16": 1e-3, "int8": 0.05, "int4": 0.15}[fmt]
+    assert float((y - ref).norm() / ref.norm()) < tol
+    assert not torch.equal(y, ref)  # the quantised kernel really ran
+    y.requires_grad_(False)
+    out = ql(x).sum()  # autograd on: the float32 weight, so training is unchanged
+    out.backward()
+    torch.testing.assert_close(lin.weight.grad, x.reshape(-1, 96).sum(0).expand(48, 96))
+
+
+def test_unknown_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="one of"):
+        quant.quant_unavailable_reason("int3")
+
+
+def test_forced_off_falls_back_to_float32_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(quant.QUANT_ENV, "0")
+    assert quant.cpu_weight_format("fp16") == ("float32", f"float32 weights: quantised weights forced off "
+                                                          f"({quant.QUANT_ENV}=0)")
+    assert quant.cpu_weight_format("float32")[0] == "float32"
+
+
+def test_missing_kernel_falls_back_to_float32(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(quant, "_probe", lambda fmt: f"the {fmt} kernel is not available here (test)")
+    fmt, words = quant.cpu_weight_format("int4")
+    assert fmt == "float32" and "int4 kernel is not available" in words
+
+
+def test_the_probe_passes_here_for_every_format_torch_ships() -> None:
+    """This repo's CPUs (x86 with AVX2) run all three; a failure here means the fallback above is what runs."""
+    assert [quant.quant_unavailable_reason(f) for f in QUANT] == [None, None, None]
+
+
+TINY = LlamaConfig(vocab_size=V, dim=64, n_layers=2, n_heads=2, n_kv_heads=1, hidden_dim=128, max_seq_len=64)
+
+
+@pytest.mark.parametrize("fmt", QUANT)
+def test_quantize_for_cpu_swaps_kernels_and_float32_undoes_it(fmt: str) -> None:
+    model = init_random(TINY, seed=1, max_len=32).eval()
+    keys = set(model.state_dict())
+    ids = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        ref = model.forward_train(ids)
+        assert model.quantize_for_cpu(fmt) == 2 * 7 + 1
+        assert model.weight_format == fmt and set(model.state_dict()) == keys
+        assert isinstance(model.layers[0].attention.wq, QuantLinear)
+        model.reset(1)
+        cached = model(ids)
+        torch.testing.assert_close(cached, model.forward_train(ids), atol=1e-4, rtol=1e-4)
+        assert 0 < float((cached - ref).abs().max()) < 0.5
+        assert model.quantize_for_cpu("float32") == 2 * 7 + 1  # pack_for_cpu's count
+        assert model.weight_format == "float32" and isinstance(model.layers[0].attention.wq, PackedLinear)
+        torch.testing.assert_close(model.forward_train(ids), ref)
+
+
+def exact_joint_of(model, cfg: SamplingConfig) -> np.ndarray:
+    """P(x1, x2, x3) over V^3 cells from the model's own processed laws (the law its kernels compute)."""
+    from specdec_core.sampling import sampling_distribution
+
+    def law(prefix: list[int]) -> np.ndarray:
+        with torch.no_grad():
+            lg = model.forward_train(torch.tensor([PROMPT + prefix]))[0, -1].double().numpy()
+        return sampling_distribution(lg, cfg.temperature, cfg.top_k or None, cfg.top_p)
+
+    joint = np.zeros(V**3)
+    p1 = law([])
+    for a, b in itertools.product(range(V), range(V)):
+        pab = p1[a] * law([a])[b]
+        joint[a * V * V + b * V: a * V * V + b * V + V] = pab * law([a, b])
+    return joint
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["fp16", "int4"])
+def test_speculative_law_on_a_quantised_target_matches_its_own_law(fmt: str) -> None:
+    cfg = SamplingConfig(temperature=1.0)
+    target = init_random(TINY, seed=3, max_len=32).eval()
+    draft = init_random(TINY, seed=4, max_len=32).eval()
+    target.quantize_for_cpu(fmt)
+    counts = sample_joint(target, ModelDrafter(draft), 2, cfg)
+    want = exact_joint_of(target, cfg)
+    stat, dof, pval = chi_square_gof(counts, want)
+    assert dof > 20 and pval > P_REJECT, f"{fmt}: chi2={stat:.1f} dof={dof} p={pval:.2e}"
+    other = exact_joint_of(draft, cfg)
+    assert 0.5 * np.abs(other - want).sum() > 0.1  # the draft's law is far from the target's (TV 0.13)
+    assert chi_square_gof(counts, other)[2] < P_REJECT  # negative control: the same counts reject it

@@ -1,0 +1,75 @@
+"""The SmolLM2 target on quantised weights: int4 is the GGUF's own Q4_1 blocks, greedy speculative output equals
+greedy autoregressive output on both real pairs, the pair says which weights run, and the float32 fallback."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gpu_demo.models import quant
+from gpu_demo.models.gguf import SmolLM2Unavailable, load_smollm2, q4_1_state
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
+
+
+def _pair(name: str, **options):
+    from gpu_demo.pairs import load_pair
+
+    try:
+        return load_pair(name, "cpu", max_len=160, **options)
+    except SmolLM2Unavailable as exc:
+        pytest.fail(str(exc))
+
+
+def _greedy_equal(pair, text: str, n: int, gamma: int) -> list[int]:
+    """Greedy speculative tokens, asserted equal to greedy autoregressive ones."""
+    from gpu_demo.decode import autoregressive, run, speculative
+    from gpu_demo.sampler import SamplingConfig
+
+    ids = pair.tokenizer.encode(pair.tokenizer.chat(text))
+    greedy = SamplingConfig(temperature=0.0)
+    ar = run(autoregressive(pair.target, ids, n, sampling=greedy)).tokens
+    sp = run(speculative(pair.target, pair.drafter, ids, n, gamma=gamma, sampling=greedy)).tokens
+    assert sp == ar
+    return ar
+
+
+def test_int4_blocks_are_the_files_numbers() -> None:
+    """d q + m from the raw Q4_1 bytes equals the gguf package's dequantisation (the cached float32), bit for bit."""
+    blocks = q4_1_state()
+    state = load_smollm2(max_len=8).model.state_dict()
+    assert len(blocks) == 30 * 7 and "tok_embeddings.weight" not in blocks  # the tied head is Q8_0
+    for name in ("layers.0.attention.wq.weight", "layers.29.feed_forward.w2.weight"):
+        q, d, m = blocks[name]
+        assert q.shape == state[name].shape and int(q.min()) >= 0 and int(q.max()) <= 15
+        assert torch.equal(quant.int4_dequant(q, d, m), state[name])
+
+
+@pytest.mark.parametrize("weights", ["fp16", "int4"])
+def test_lookup_pair_greedy_exact_on_quantised_target(weights: str) -> None:
+    pair = _pair("smollm2-lookup", weights=weights)
+    assert pair.target.weight_format == weights and weights in pair.info["target"]
+    assert pair.info["target_weights"] == quant.describe(weights)
+    out = _greedy_equal(pair, "Repeat exactly: the quick brown fox jumps over the lazy dog.", 10, 4)
+    assert "quick brown" in pair.tokenizer.decode(out)
+
+
+def test_eagle_pair_greedy_exact_on_the_default_cpu_weights() -> None:
+    from gpu_demo.models.smollm2 import CPU_WEIGHTS
+
+    pair = _pair("smollm2-eagle")
+    assert pair.target.weight_format == CPU_WEIGHTS
+    _greedy_equal(pair, "Name three colours.", 10, 3)
+
+
+def test_forced_off_the_pair_runs_float32_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(quant.QUANT_ENV, "0")
+    pair = _pair("smollm2-lookup", weights="int4")
+    assert pair.target.weight_format == "float32"
+    assert "forced off" in pair.info["target_weights"]
+    _greedy_equal(pair, "Say hello.", 4, 2)
+
+
+def test_unknown_weight_format_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="weight format must be one of"):
+        _pair("smollm2-lookup", weights="int3")
