@@ -100,7 +100,9 @@ register(PairSpec(
                  "the draft runs float32 weights, and the loaded pair says which). Trained on 284k tokens of the "
                  "target's own replies "
                  "at T = 1: alpha is about 0.35 on open chat prompts, so it pays little on a CPU: 1.11x at gamma 2 "
-                 "at T = 1 (bench/live_smollm2_eagle.py); 1.5x would need alpha about 0.6. It also fills token "
+                 "at T = 1 on an AVX-512 CPU with the float32 target, 0.97x at best (gamma 3) on an AVX2-only AMD "
+                 "EPYC with the float32 draft (bench/live_smollm2_eagle.py re-measures it on yours); 1.5x would "
+                 "need alpha about 0.6. It also fills token "
                  "trees (more tokens per pass, but on a CPU the bigger verify pass costs more than they bring: "
                  "bench/eagle_trees.py)."),
     loader="gpu_demo.models.eagle:load_eagle_pair",

@@ -57,7 +57,7 @@ def _fake_smol(loads: list[object], packs: list[int] | None = None, hold: Callab
                                       pack_for_cpu=lambda: (packs if packs is not None else []).append(max_len),
                                       quantize_for_cpu=lambda fmt, q4=None: (packs if packs is not None else [])
                                       .append(max_len), weight_format="fp16")
-        tok = types.SimpleNamespace(get_vocab_size=lambda: 49152)
+        tok = types.SimpleNamespace(get_vocab_size=lambda: 49152, token_to_id=lambda name: None)
         return types.SimpleNamespace(model=model, tokenizer=tok, chat_template="", eos_token_id=2, load_seconds=0.0,
                                      from_cache=True)
     return load_smollm2

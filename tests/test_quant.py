@@ -119,7 +119,7 @@ def exact_joint_of(model, cfg: SamplingConfig) -> np.ndarray:
     def law(prefix: list[int]) -> np.ndarray:
         with torch.no_grad():
             lg = model.forward_train(torch.tensor([PROMPT + prefix]))[0, -1].double().numpy()
-        return sampling_distribution(lg, cfg.temperature, cfg.top_k or None, cfg.top_p)
+        return sampling_distribution(lg, cfg.temperature, cfg.top_k, cfg.top_p)
 
     joint = np.zeros(V**3)
     p1 = law([])
