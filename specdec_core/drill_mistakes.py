@@ -133,22 +133,22 @@ def _tree_tokens(d: dict) -> list[Mistake]:
     ]
 
 
-_RULE_FLAWS = {
-    "no_update": "it keeps testing against p after a rejection: the second candidate must be tested against the "
+_RULE_FLAWS = {  # a predicate on the wrong rule: "the tempting rule A, which ..."
+    "no_update": "keeps testing against p after a rejection: the second candidate must be tested against the "
                  "residual r = (p - q)+ normalised",
-    "wor_ratio_q": "it draws without replacement but divides by the original q, not the renormalised law the "
+    "wor_ratio_q": "draws without replacement but divides by the original q, not the renormalised law the "
                    "candidate was really drawn from",
-    "typical": "Medusa's typical acceptance keeps a token when p clears a threshold, which is fast but changes the "
-               "law",
-    "typical_top": "Medusa's typical acceptance keeps a token when p clears a threshold, which is fast but changes "
-                   "the law",
+    "typical": "is Medusa's typical acceptance: it keeps a token when p clears a threshold, which is fast but "
+               "changes the law",
+    "typical_top": "is Medusa's typical acceptance: it keeps a token when p clears a threshold, which is fast but "
+                   "changes the law",
 }
 
 
 def _exact_rule(d: dict) -> list[Mistake]:
     wrong = d["B"] if d["A"] in ("iid", "wor") else d["A"]
     side = "B" if wrong == d["B"] else "A"
-    return [Mistake(f"{side} looks plausible, but {_RULE_FLAWS[wrong]}", side)]
+    return [Mistake(f"the tempting rule {side}, which {_RULE_FLAWS[wrong]}", side)]
 
 
 _MISTAKES: dict[str, Callable[[dict], list[Mistake]]] = {

@@ -220,7 +220,9 @@ def test_tree_and_exact_rule_drills():
         assert dr.rule_tv(wrong, e.params["p"], e.params["q"], 2) >= 0.02
         assert wrong in dr.WRONG_RULES and e.params[e.answer()] in dr.EXACT_RULES
         other = "B" if e.answer() == "A" else "A"
-        assert dr.grade(e, other).message == f"Not quite: {e.answer()} emits exactly p."
+        msg = dr.grade(e, other).message  # the answer, then which tempting rule the wrong choice was
+        assert msg.startswith(f"Not quite: {e.answer()} emits exactly p. Your answer looks like the tempting rule "
+                              f"{other}, which "), msg
         assert dt.prompt(e).endswith("Which one emits exactly p? Answer A or B.")
 
 
