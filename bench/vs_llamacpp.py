@@ -24,30 +24,18 @@ import inspect
 import json
 import statistics
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from vs_transformers import Runner, first_difference, ours  # bench/: one home for our runner and the diff
 
 from engines.client import COMPLETION_CAP, Endpoint
 from engines.embedded import EmbeddedServer, Mode
-from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.models.eagle import ASSETS, EagleDrafter, load_head
 from gpu_demo.models.smollm2 import SmolTokenizer, shared_target
 from gpu_demo.reports import RefusedPath, check_report_path, write_report
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
-
-Runner = Callable[[list[int], int], list[int]]  # (prompt ids, seed) -> new ids
-
-
-def ours(target, drafter, gamma: int, sampling: SamplingConfig, n_new: int) -> Runner:
-    """Our decoder: autoregressive when drafter is None, else speculative with gamma."""
-    def go(ids: list[int], seed: int) -> list[int]:
-        if drafter is None:
-            return run(autoregressive(target, ids, n_new, sampling, seed=seed, topk=0)).tokens
-        return run(speculative(target, drafter, ids, n_new, gamma, sampling, seed=seed, topk=0)).tokens
-    return go
 
 
 def llamacpp(server: EmbeddedServer, temperature: float, n_new: int) -> Runner:
@@ -60,14 +48,6 @@ def llamacpp(server: EmbeddedServer, temperature: float, n_new: int) -> Runner:
         _, text = e.request("/completion", body, timeout=600, cap=COMPLETION_CAP)
         return list(json.loads(text)["tokens"])
     return go
-
-
-def first_difference(a: list[int], b: list[int]) -> int | None:
-    """Index of the first differing token (or the shorter length); None when equal."""
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return i
-    return None if len(a) == len(b) else min(len(a), len(b))
 
 
 def load_target(weights: str | None, max_len: int):
