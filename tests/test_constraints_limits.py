@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_support import one_line_run
 
 from gpu_demo import constraints as C
-from gpu_demo.__main__ import main
 from gpu_demo.pairs import load_pair
 
 NESTED_LIST = "[" * 2000
@@ -56,14 +56,7 @@ def test_a_source_at_the_cap_still_builds(pair) -> None:
 
 
 def _cli(argv: list[str], capsys) -> tuple[int, str]:
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = int(exc.code or 0)
-    err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return rc, lines[0]
+    return one_line_run(argv, capsys)
 
 
 GEN = ["generate", "--prompt", "It is", "--max-new-tokens", "3", "--plain"]

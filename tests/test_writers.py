@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import one_line_run
 
-from gpu_demo.__main__ import main
 from gpu_demo.pairs import ASSETS
 from gpu_demo.reports import MARKER, RefusedPath, check_out_dir, check_report_path, write_report
 
@@ -26,14 +26,9 @@ def _sha(path: Path) -> str:
 
 
 def _refused(argv: list[str], capsys) -> str:
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = int(exc.code or 0)
-    err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
+    rc, line = one_line_run(argv, capsys)
+    assert rc == 2, line
+    return line
 
 
 def test_cli_bench_refuses_to_write_over_the_shipped_target(capsys) -> None:
