@@ -92,7 +92,8 @@ class GapParts:
 
     ratio: float  # measured speedup / predicted speedup
     accept: float  # tokens per round / E[N] from alpha_j: how the acceptance draw compares with its mean
-    spec_round: float  # (gamma c + v) t_T / measured wall seconds per round: <= 1 by the unmodelled overhead
+    spec_round: float  # (gamma c + v) t_T / measured wall seconds per round: below 1 by the unmodelled overhead
+    # (c and v are timed apart from the rounds, so a loaded machine can put it above 1)
     base_step: float  # baseline wall seconds per token / t_T: >= 1 by the baseline's own overhead
     overhead_s_per_round: float  # wall seconds per round - (gamma c + v) t_T
 
