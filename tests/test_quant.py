@@ -112,6 +112,27 @@ def test_quantize_for_cpu_swaps_kernels_and_float32_undoes_it(fmt: str) -> None:
         torch.testing.assert_close(model.forward_train(ids), ref)
 
 
+@pytest.mark.parametrize("fmt", QUANT)
+def test_fused_maps_give_the_separate_maps_logits_bit_for_bit(fmt: str) -> None:
+    """[wq; wk; wv] and [w1; w3] as one kernel call each (fp16, int8) leave the law unchanged: equal logits."""
+    model = init_random(TINY, seed=2, max_len=32).eval()
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        model.quantize_for_cpu(fmt)
+        a, f = model.layers[0].attention, model.layers[0].feed_forward
+        assert bool(a.qkv) == bool(f.gate_up) == (fmt != "int4")  # int4's packed layout is per map
+        if fmt != "int4":
+            assert a.qkv[0].out_features == a.wq.out_features + 2 * a.wk.out_features and a.qkv[0].weight is None
+            assert a.wq._packed is None  # the separate copy is released; it packs again only if called
+        model.reset(1)
+        together = model(ids)
+        for layer in model.layers:
+            layer.attention.qkv = layer.feed_forward.gate_up = ()
+        model.reset(1)
+        assert torch.equal(model(ids), together)
+        assert a.wq._packed is not None  # packed again on its first quantised call
+
+
 def exact_joint_of(model, cfg: SamplingConfig) -> np.ndarray:
     """P(x1, x2, x3) over V^3 cells from the model's own processed laws (the law its kernels compute)."""
     from specdec_core.sampling import sampling_distribution

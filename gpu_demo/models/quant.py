@@ -203,7 +203,19 @@ class QuantLinear(nn.Module):
             self.weight = weight  # the wrapped nn.Linear's Parameter: state dicts and training unchanged
         else:
             self.register_buffer("weight", weight, persistent=False)  # borrowed (a tied head's table)
-        self.packed = pack(fmt, weight, q4)  # a tuple: not buffers, not in the state dict
+        self._q4 = None
+        self._packed: tuple[torch.Tensor, ...] | None = pack(fmt, weight, q4)  # a tuple: not in the state dict
+
+    @property
+    def packed(self) -> tuple[torch.Tensor, ...]:
+        """The tensors the kernel reads (packed again from the float32 weight after release_packed)."""
+        if self._packed is None:
+            self._packed = pack(self.fmt, self.weight, self._q4)
+        return self._packed
+
+    def release_packed(self, q4: tuple[torch.Tensor, ...] | None = None) -> None:
+        """Drop the packed copy (a fused map serves the decode path); the next quantised call packs it again."""
+        self._packed, self._q4 = None, q4
 
     def use_quant(self, x: torch.Tensor) -> bool:
         """The quantised copy serves x: inference on a CPU float32 input."""
@@ -222,6 +234,24 @@ class QuantLinear(nn.Module):
                         dtype=self.weight.dtype)
         lin.weight = self.weight
         return lin
+
+
+def fused(fmt: str, maps: list[QuantLinear]) -> tuple[QuantLinear, ...]:
+    """One quantised map for W = [W_1; ...; W_n] stacked by rows: x W^T = [x W_1^T, ..., x W_n^T].
+
+    One kernel call instead of n on the decode path; each output column is the same dot product over k, so
+    the law is unchanged (each format's kernel computes every output column alone). Returns () for int4,
+    whose packed layout is per map, and where the maps are not quantised alike.
+    """
+    if fmt not in ("fp16", "int8") or any(not isinstance(m, QuantLinear) or m.fmt != fmt for m in maps):
+        return ()
+    with torch.no_grad():
+        w = torch.cat([m.weight.detach() for m in maps])  # (sum N_i, K): only packed, not kept
+    out = QuantLinear(fmt, w)
+    out.weight = None  # the float32 stack is not kept: non-quantised inputs use the separate maps
+    for m in maps:
+        m.release_packed()
+    return (out,)  # a tuple: not a submodule, not in the state dict
 
 
 def quantize_linears(module: nn.Module, fmt: str, q4: dict[str, tuple[torch.Tensor, ...]] | None = None,
