@@ -272,6 +272,27 @@ class Constraint:
                 return ("complete", "") if m.is_accepting() else ("violated", "ended before the text was complete")
         return ("complete", "") if m.is_stopped() and m.is_accepting() else ("unfinished", "valid so far, not ended")
 
+    def text_ids(self, ids: Sequence[int]) -> list[int]:
+        """The constrained text's tokens, the ones :meth:`check` reads: the prefix, then ids up to the end token."""
+        ids = [int(t) for t in ids]
+        cut = ids.index(self.end_token) if self.end_token in ids else len(ids)
+        return [*self.prefix, *ids[:cut]]
+
+    def check_json(self, ids: Sequence[int], decode) -> tuple[str, str, object]:
+        """:meth:`check` plus, when 'complete', the constrained text parsed by json.loads: (state, detail, value).
+
+        One verdict for a JSON-schema request: the text parsed is :meth:`text_ids` decoded (on a raw-text pair
+        the prompt is its start), so a value comes only with 'complete'; a text the matcher accepted and
+        json.loads refuses is 'violated' with json's complaint, never 'complete'. value is None unless complete.
+        """
+        state, detail = self.check(ids)
+        if state != "complete":
+            return state, detail, None
+        try:
+            return state, detail, json.loads(decode(self.text_ids(ids)))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            return "violated", f"the matcher accepted it, but it is not valid JSON: {exc}", None
+
     def describe(self) -> str:
         """Short label, e.g. 'regex \\d{4}-\\d{2}-\\d{2}'."""
         src = self.source if len(self.source) <= 60 else self.source[:57] + "..."
