@@ -1,6 +1,6 @@
 """How steady is the live page's race? Its median of R interleaved repeats against single runs, on this machine.
 
-Drives the live page's own runner (ui.live.runner.run_race, the same code path and events as the page) on a
+Drives the live page's own runner (gpu_demo.live.runner.run_race, the same code path and events as the page) on a
 pair loaded and warmed up as the page loads it. Per round of the experiment: one race with R repeats, then
 R single runs (R = 1, the settings' seed: what pressing Run on the old page gave), so drift hits both. Prints
 the spread (max - min and the standard deviation, as shares of the median) of the measured and predicted
@@ -19,12 +19,12 @@ import sys
 
 from gpu_demo import pairs as gp
 from gpu_demo.flags import CliParser, add_device, add_gamma, add_json, add_max_new_tokens, parse
+from gpu_demo.live import runner as lr
+from gpu_demo.live.queue import TurnQueue
 from gpu_demo.reports import write_report
 from specdec_core.repeats import spread, summarise_repeats
 from ui.live import panel as lp
-from ui.live import runner as lr
 from ui.live.controls import PRESETS
-from ui.live.queue import TurnQueue
 
 QUANTITIES = ("measured_speedup", "predicted_speedup", "c", "v", "spec_tokens_per_s")
 SUMMARY = {"measured_speedup": "measured", "predicted_speedup": "predicted", "c": "c", "v": "v",

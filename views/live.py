@@ -7,6 +7,8 @@ import time
 import streamlit as st
 import torch
 
+from gpu_demo.live import queue as lq
+from gpu_demo.live import runner as lr
 from gpu_demo.measure import batch as lb
 from specdec_core.measure import Measured
 from specdec_core.repeats import RepeatSummary, summarise_repeats
@@ -16,8 +18,6 @@ from ui.live import controls as lc
 from ui.live import export as lx
 from ui.live import pairs as lpairs
 from ui.live import panel as lp
-from ui.live import queue as lq
-from ui.live import runner as lr
 from ui.live import tokens as lt
 from ui.live.figures import batch_figure
 from ui.safe_text import md

@@ -17,13 +17,13 @@ import streamlit as st
 
 from gpu_demo import constraints as C
 from gpu_demo.decode import Forget, RoundEvent, speculative
+from gpu_demo.live.queue import decode_threads
+from gpu_demo.live.runner import Settings, SharedPair, prompt_ids, stop_tokens
 from gpu_demo.measure.stats import mean_accepted_length, overall_alpha
 from specdec_core.algebra import expected_tokens
 from specdec_core.measure import acceptance_probability
 from ui.controls import bound_radio, bound_select, bound_text, bound_toggle, get_value, number_box
 from ui.live import tokens as lt
-from ui.live.queue import decode_threads
-from ui.live.runner import Settings, SharedPair, prompt_ids, stop_tokens
 from ui.safe_text import md
 
 OWN = "own"
