@@ -4,31 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.flags import (
+    CliParser,
+    add_gamma,
+    add_json,
+    add_max_new_tokens,
+    add_temperature,
+    add_threads,
+    int_in,
+    parse,
+)
 from gpu_demo.reports import write_report
 
 
 def run(pair_name: str, prompts: Callable[[object], list[str]], description: str,
         gamma: str, max_new_tokens: int, argv: list[str] | None = None) -> dict:
     """Benchmark `pair_name` on prompts(pair) with gpu_demo.measure.bench.measure; --json PATH writes the report."""
-    import torch
-
-    from gpu_demo.flags import gamma_list
     from gpu_demo.measure.bench import format_table, measure
     from gpu_demo.pairs import load_pair
     from gpu_demo.sampler import SamplingConfig
 
     ap = CliParser(description=description)
-    ap.add_argument("--gamma", default=gamma)
-    ap.add_argument("--temperature", type=float, default=1.0)
-    ap.add_argument("--max-new-tokens", type=int, default=max_new_tokens)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
+    add_gamma(ap, gamma)
+    add_temperature(ap)
+    add_max_new_tokens(ap, max_new_tokens)
+    ap.add_argument("--repeats", type=int_in(1, 1000), default=2)
+    add_threads(ap)
     add_json(ap)
     args = parse(ap, argv)
-    torch.set_num_threads(args.threads)
     pair = load_pair(pair_name, "cpu", max_len=512)
-    report = measure(pair, prompts(pair), gamma_list(args.gamma), SamplingConfig(args.temperature),
+    report = measure(pair, prompts(pair), args.gamma, SamplingConfig(args.temperature),
                      args.max_new_tokens, args.repeats, seed=0)
     print(format_table(report))
     if args.json:

@@ -23,7 +23,16 @@ import torch
 from gpu_demo import constraints as C
 from gpu_demo.decode import run, speculative
 from gpu_demo.drafters import LookupDrafter
-from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.flags import (
+    CliParser,
+    add_gamma,
+    add_json,
+    add_max_new_tokens,
+    add_temperature,
+    add_threads,
+    int_in,
+    parse,
+)
 from gpu_demo.measure.bench import environment
 from gpu_demo.measure.stats import mean_accepted_length, overall_alpha
 from gpu_demo.reports import write_report
@@ -110,14 +119,13 @@ def _line(r: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", default="builtin,smollm2-draft", help="comma-separated: builtin, smollm2-draft")
-    ap.add_argument("--gamma", type=int, default=4)
-    ap.add_argument("--max-new-tokens", type=int, default=40)
-    ap.add_argument("--temperature", type=float, default=1.0)
-    ap.add_argument("--seeds", type=int, default=3, help="runs per request (pooled)")
-    ap.add_argument("--threads", type=int, default=1)
+    add_gamma(ap, "4", single=True)
+    add_max_new_tokens(ap, 40)
+    add_temperature(ap)
+    ap.add_argument("--seeds", type=int_in(1, 1000), default=3, help="runs per request (pooled)")
+    add_threads(ap)
     add_json(ap)
     args = parse(ap, argv)
-    torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     print(HEADER)
     report = bench(args.pairs.split(","), args.gamma, args.max_new_tokens, SamplingConfig(args.temperature),

@@ -23,7 +23,7 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.flags import CliParser, add_json, add_threads, parse
 from gpu_demo.models.eagle import EagleConfig, EagleHead
 from gpu_demo.reports import write_report
 from gpu_demo.training.eagle import (
@@ -90,13 +90,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--val", type=int, default=0, help="held-out replies used (0: the whole held-out tail)")
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--layers", default="2,14", help="the low and middle layers tapped (0-based, of 30)")
-    ap.add_argument("--threads", type=int, default=2)
+    add_threads(ap)
     add_json(ap)
     args = parse(ap, argv)
     layers = tuple(int(x) for x in args.layers.split(","))
     if len(layers) != 2 or not all(0 <= i < 29 for i in layers) or args.train < 8 or args.steps < 1:
         raise SystemExit("--layers needs two layers in [0, 28]; --train >= 8; --steps >= 1")
-    torch.set_num_threads(args.threads)
     from gpu_demo.models.gguf import load_smollm2
 
     base = EagleTrainConfig()

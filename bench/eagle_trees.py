@@ -20,7 +20,16 @@ import torch
 
 from gpu_demo.decode import autoregressive, speculative
 from gpu_demo.device import resolve_device, timed_once
-from gpu_demo.flags import CliParser, add_json, gamma_list, parse
+from gpu_demo.flags import (
+    CliParser,
+    add_device,
+    add_gamma,
+    add_json,
+    add_max_new_tokens,
+    add_temperature,
+    add_threads,
+    parse,
+)
 from gpu_demo.measure.bench import environment
 from gpu_demo.pairs import load_pair
 from gpu_demo.reports import write_report
@@ -90,21 +99,20 @@ def table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> dict:
     """CLI."""
     ap = CliParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gamma", type=gamma_list, default=gamma_list("2,3"), help="chain draft lengths")
+    add_gamma(ap, "2,3")
     ap.add_argument("--trees", default="2;3;2,1;2,2;3,2", help="branching shapes, ';'-separated (b1,b2,..)")
-    ap.add_argument("--temperature", type=float, default=1.0)
-    ap.add_argument("--max-new-tokens", type=int, default=64)
+    add_temperature(ap)
+    add_max_new_tokens(ap, 64)
     ap.add_argument("--prompts", type=int, default=len(BENCH_CHAT_PROMPTS))
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="cpu")
+    add_threads(ap)
+    add_device(ap)
     add_json(ap)
     args = parse(ap, argv)
     check_repeats(args.repeats)
     shapes = [s.strip() for s in args.trees.split(";") if s.strip()]
     for s in shapes:
         branching_tree(parse_ints(s, "shape"))  # ValueError with the allowed range, before any model loads
-    torch.set_num_threads(args.threads)
     pair = load_pair("smollm2-eagle", resolve_device(args.device), max_len=512)
     prompts = [pair.tokenizer.encode(pair.tokenizer.chat(p)) for p in BENCH_CHAT_PROMPTS[: args.prompts]]
     names = ["ar", *(f"chain {g}" for g in args.gamma), *(f"tree {s}" for s in shapes)]

@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 
 from gpu_demo.device import resolve_device
+from gpu_demo.flags import CliParser, add_device
 from gpu_demo.measure.batch import measure_v
 from gpu_demo.measure.bench import BUILTIN_PROMPTS, environment, measure
 from gpu_demo.pairs import availability, load_pair
@@ -118,21 +119,20 @@ def verify_cost(device: torch.device, tokens: list[int], batches: list[int], qui
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="folder for gpu_check.json")
-    ap.add_argument("--device", default="auto", help="auto (CUDA where present), cuda or cpu")
+    add_device(ap)
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run of every stage")
     ap.add_argument("--limit-s", type=float, default=480.0, help="stop starting new stages after this")
     ap.add_argument("--pairs", default=",".join(PAIRS))
     ap.add_argument("--tokens", type=parse_ints, default=None, help="verify tokens T (default 1..64)")
     ap.add_argument("--batches", type=parse_ints, default=None, help="batch sizes (default 1..256)")
     ap.add_argument("--tests", default=",".join(CUDA_TESTS), help="test files for stage 1 (empty: none)")
-    args = ap.parse_args(argv)
     try:
-        device = resolve_device(args.device)
-    except ValueError as exc:
-        print(f"gpu_check: {exc}", file=sys.stderr)
-        return 2
+        args = ap.parse_args(argv)  # a device that is not here: one line, exit 2 (returned, for the tests' main())
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    device = resolve_device(args.device)
     tokens = args.tokens or ([1, 2, 4] if args.quick else [1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64])
     batches = args.batches or ([1, 2] if args.quick else [1, 2, 4, 8, 16, 32, 64, 128, 256])
     clock = Clock(args.limit_s)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from gpu_demo.__main__ import main  # noqa: E402
+from gpu_demo.__main__ import main
 
 if __name__ == "__main__":
     sys.exit(main(["bench", *sys.argv[1:]]))

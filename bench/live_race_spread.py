@@ -1,6 +1,6 @@
 """How steady is the live page's race? Its median of R interleaved repeats against single runs, on this machine.
 
-Drives the live page's own runner (ui.live.runner.run_race, the same code path and events as the page) on a
+Drives the live page's own runner (gpu_demo.live.runner.run_race, the same code path and events as the page) on a
 pair loaded and warmed up as the page loads it. Per round of the experiment: one race with R repeats, then
 R single runs (R = 1, the settings' seed: what pressing Run on the old page gave), so drift hits both. Prints
 the spread (max - min and the standard deviation, as shares of the median) of the measured and predicted
@@ -8,7 +8,7 @@ speedup, c, v and tokens/s across the single runs and across the races' medians;
 runs' relative standard deviation over the race medians'.
 
     .venv/bin/python bench/live_race_spread.py                     # page defaults: 100 tokens, gamma 4, T = 1
-    .venv/bin/python bench/live_race_spread.py --max-new 200 --races 6 --json artifacts/live_race_spread.json
+    .venv/bin/python bench/live_race_spread.py --max-new-tokens 200 --races 6 --json artifacts/live_race_spread.json
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import statistics
 import sys
 
 from gpu_demo import pairs as gp
-from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.flags import CliParser, add_device, add_gamma, add_json, add_max_new_tokens, parse
+from gpu_demo.live import runner as lr
+from gpu_demo.live.queue import TurnQueue
 from gpu_demo.reports import write_report
 from specdec_core.repeats import spread, summarise_repeats
 from ui.live import panel as lp
-from ui.live import runner as lr
 from ui.live.controls import PRESETS
-from ui.live.queue import TurnQueue
 
 QUANTITIES = ("measured_speedup", "predicted_speedup", "c", "v", "spec_tokens_per_s")
 SUMMARY = {"measured_speedup": "measured", "predicted_speedup": "predicted", "c": "c", "v": "v",
@@ -48,9 +48,9 @@ def row(name: str, values: list[float]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", default="builtin")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--max-new", type=int, default=100)
-    ap.add_argument("--gamma", type=int, default=4)
+    add_device(ap)
+    add_max_new_tokens(ap, 100, "--max-new")
+    add_gamma(ap, "4", single=True)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--races", type=int, default=6)
     add_json(ap)
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     sp = lr.SharedPair(args.pair, args.device, pair, None, 0.0, TurnQueue())
     s = lr.Settings(pair=args.pair, device=args.device, prompt=PRESETS["open-ended"], gamma=args.gamma, greedy=False,
                     temperature=1.0, top_k=0, top_p=1.0, draft_apart=False, d_temperature=1.0, d_top_k=0,
-                    d_top_p=1.0, max_new=args.max_new, seed=0, repeats=args.repeats)
+                    d_top_p=1.0, max_new=args.max_new_tokens, seed=0, repeats=args.repeats)
     races, singles = [], []
     for _ in range(args.races):
         rec = race(sp, s)
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     per_race = [{"measured": dataclasses.asdict(r.measured), "predicted": dataclasses.asdict(r.predicted),
                  "ratio": dataclasses.asdict(r.ratio), "rounds_min": r.rounds.lo, "c": dataclasses.asdict(r.c),
                  "v": dataclasses.asdict(r.v)} for r in races]
-    print(f"pair {args.pair} on {args.device}, batch 1, {args.max_new} tokens, gamma {args.gamma}, T = 1, "
+    print(f"pair {args.pair} on {args.device}, batch 1, {args.max_new_tokens} tokens, gamma {args.gamma}, T = 1, "
           f"{args.races} races of {args.repeats} interleaved repeats and {len(singles)} single runs")
     for i, r in enumerate(races, 1):
         print(f"race {i}: measured {lp.fmt_spread(r.measured, 2, 'x')}, predicted {lp.fmt_spread(r.predicted, 2, 'x')}"

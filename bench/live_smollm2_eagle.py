@@ -12,9 +12,7 @@ none of them among the training prompts.
 
 from __future__ import annotations
 
-import torch
-
-from gpu_demo.flags import CliParser, add_json, gamma_list, parse
+from gpu_demo.flags import CliParser, add_gamma, add_json, add_max_new_tokens, add_temperature, add_threads, parse
 from gpu_demo.measure.bench import format_table, measure
 from gpu_demo.pairs import load_pair
 from gpu_demo.reports import write_report
@@ -35,16 +33,15 @@ def spread(report: dict) -> str:
 def main(argv: list[str] | None = None) -> dict:
     ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", default="smollm2-eagle")
-    ap.add_argument("--gamma", default="2,3,4", help="comma-separated draft lengths")
-    ap.add_argument("--temperature", type=float, default=1.0)
-    ap.add_argument("--max-new-tokens", type=int, default=96)
+    add_gamma(ap, "2,3,4")
+    add_temperature(ap)
+    add_max_new_tokens(ap, 96)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--prompts", type=int, default=len(BENCH_CHAT_PROMPTS), help="use the first N chat prompts")
-    ap.add_argument("--threads", type=int, default=1)
+    add_threads(ap)
     add_json(ap)
     args = parse(ap, argv)
-    torch.set_num_threads(args.threads)
-    gammas = gamma_list(args.gamma)
+    gammas = args.gamma
     pair = load_pair(args.pair, "cpu", max_len=512)
     prompts = [pair.tokenizer.chat(p) for p in BENCH_CHAT_PROMPTS[: args.prompts]]
     report = measure(pair, prompts, gammas, SamplingConfig(args.temperature), args.max_new_tokens, args.repeats)

@@ -14,12 +14,12 @@ import statistics
 import time
 from collections.abc import Callable
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 from gpu_demo.flags import CliParser, add_json, parse
 from gpu_demo.reports import write_report
-from specdec_core.proof_cases import case_from_pair, exhaustive_check, preset_pair, random_pairs  # noqa: E402
-from specdec_core.rejection import speculative_sample  # noqa: E402
+from specdec_core.proof_cases import case_from_pair, exhaustive_check, preset_pair, random_pairs
+from specdec_core.rejection import speculative_sample
 
 TARGETS_S = {"exact_10k_pairs": 0.1, "sample_1e6_draws": 0.5}
 

@@ -3,10 +3,10 @@ from float32's.
 
 For each format (gpu_demo.models.quant.FORMATS) the target is loaded once and put on that format
 (Llama.quantize_for_cpu, float32 = the app's oneDNN-packed float32). Every repeat decodes each of the first
---prompts BENCH_CHAT_PROMPTS (chat template) for --new tokens, greedy, formats interleaved (order reversed on odd
+--prompts BENCH_CHAT_PROMPTS (chat template) for --max-new-tokens, greedy, formats interleaved (order reversed on odd
 repeats); tokens/s = new tokens / wall time of the whole generation (prefill included), median [min, max] over
 repeats of the per-repeat total, with the load average beside it. The law check runs once, teacher-forced on the
-float32 greedy continuation of each prompt: mean TV(p_float32, p_fmt) over its --new positions, the share of
+float32 greedy continuation of each prompt: mean TV(p_float32, p_fmt) over its --max-new-tokens positions, the share of
 positions whose argmax agrees, and whether the format's own greedy output equals float32's token for token.
 
     .venv/bin/python bench/quant_decode.py --threads 1 --repeats 3 --json bench/quant_decode.json
@@ -14,8 +14,6 @@ positions whose argmax agrees, and whether the format's own greedy output equals
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 from dataclasses import asdict
 
@@ -23,8 +21,10 @@ import torch
 
 from gpu_demo.decode import autoregressive, run
 from gpu_demo.device import timed_once
+from gpu_demo.flags import CliParser, add_json, add_max_new_tokens, add_threads, int_in, parse
 from gpu_demo.measure.bench import environment
 from gpu_demo.models.quant import FORMATS, quant_unavailable_reason
+from gpu_demo.reports import write_report
 from gpu_demo.sampler import SamplingConfig
 from specdec_core.repeats import check_repeats, spread
 
@@ -74,21 +74,20 @@ def main(argv: list[str] | None = None) -> None:
     """CLI."""
     from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--formats", default="float32,fp16,int8", help=f"comma list of {FORMATS}")
-    ap.add_argument("--prompts", type=int, default=4)
-    ap.add_argument("--new", type=int, default=48)
+    ap.add_argument("--prompts", type=int_in(1, len(BENCH_CHAT_PROMPTS)), default=4)
+    add_max_new_tokens(ap, 48, "--new")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args(argv)
+    add_threads(ap)
+    add_json(ap)
+    args = parse(ap, argv)
+    args.new = args.max_new_tokens
     check_repeats(args.repeats)
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     bad = [f for f in formats if f not in FORMATS or quant_unavailable_reason(f)]
-    if bad or not 1 <= args.prompts <= len(BENCH_CHAT_PROMPTS) or not 1 <= args.new <= 512:
-        raise SystemExit(f"formats must run here and be among {FORMATS} (not {bad}); --prompts in "
-                         f"[1, {len(BENCH_CHAT_PROMPTS)}], --new in [1, 512]")
-    torch.set_num_threads(args.threads)
+    if bad or not 1 <= args.new <= 512:
+        ap.error(f"formats must run here and be among {FORMATS} (not {bad}); --max-new-tokens in [1, 512]")
     models = load_formats(formats, 512)
     tok = next(iter(models.values()))[1]
     prompts = [tok.encode(tok.chat(p)) for p in BENCH_CHAT_PROMPTS[: args.prompts]]
@@ -114,10 +113,9 @@ def main(argv: list[str] | None = None) -> None:
               f"({ratio.lo:.2f}-{ratio.hi:.2f}) {gap['mean_tv']:>9.4f} {gap['argmax_agreement']:>7.3f} "
               f"{gap['greedy_outputs_equal']:>9}")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"threads": args.threads, "prompts": args.prompts, "new": args.new, "repeats": args.repeats,
-                       "load_average": loads, "formats": report, "environment": environment(torch.device("cpu"))},
-                      fh, indent=1)
+        out = {"threads": args.threads, "prompts": args.prompts, "new": args.new, "repeats": args.repeats,
+               "load_average": loads, "formats": report, "environment": environment(torch.device("cpu"))}
+        print(f"wrote {write_report(args.json, out, 'bench/quant_decode.py', args.force)}")
 
 
 if __name__ == "__main__":

@@ -12,17 +12,17 @@ count summed over one decoder layer's seven maps plus the head.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 
 import torch
 import torch.nn.functional as F
 
 from gpu_demo.device import time_call
+from gpu_demo.flags import CliParser, add_json, add_threads, parse
 from gpu_demo.measure.bench import environment
 from gpu_demo.models.packed import pack_weight, packed_linear, packing_available
 from gpu_demo.models.quant import int8_from_float, int8_weight_only_linear, pack, run
+from gpu_demo.reports import write_report
 from specdec_core.repeats import check_repeats, spread
 
 SHAPES = {"q/o 576x576": (576, 576, 2), "k/v 192x576": (192, 576, 2), "gate/up 1536x576": (1536, 576, 2),
@@ -90,27 +90,25 @@ def table(times: dict, rows: list[int], repeats: int) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """CLI."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="1,2,4,8")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--calls", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args(argv)
+    add_threads(ap)
+    add_json(ap)
+    args = parse(ap, argv)
     check_repeats(args.repeats)
     rows = sorted({int(r) for r in args.rows.split(",")})
-    torch.set_num_threads(args.threads)
     load = os.getloadavg()
     times = measure(rows, args.repeats, args.calls)
     print(f"{args.threads} thread(s), {args.repeats} repeats x {args.calls} calls, load average {load[0]:.2f} "
           f"at start, {os.getloadavg()[0]:.2f} at end")
     print(table(times, rows, args.repeats))
     if args.json:
-        with open(args.json, "w") as fh:
-            seconds = {s: {k: {str(m): v for m, v in pm.items()} for k, pm in pk.items()} for s, pk in times.items()}
-            json.dump({"threads": args.threads, "repeats": args.repeats, "calls": args.calls, "seconds": seconds,
-                       "load_average": [load[0], os.getloadavg()[0]],
-                       "environment": environment(torch.device("cpu"))}, fh, indent=1)
+        seconds = {s: {k: {str(m): v for m, v in pm.items()} for k, pm in pk.items()} for s, pk in times.items()}
+        out = {"threads": args.threads, "repeats": args.repeats, "calls": args.calls, "seconds": seconds,
+               "load_average": [load[0], os.getloadavg()[0]], "environment": environment(torch.device("cpu"))}
+        print(f"wrote {write_report(args.json, out, 'bench/quant_kernels.py', args.force)}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.flags import CliParser, add_device, add_json, add_threads, parse
 from gpu_demo.reports import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,11 +79,11 @@ def html_to_png(html: Path, png: Path) -> bool:
 def main() -> None:
     ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", choices=list(PROBE_SHAPES), default="Llama-3.2-1B, 1 layer")
-    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    add_device(ap)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--budget", type=float, default=None, help="seconds per run, about (default: the shape's)")
-    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
+    add_threads(ap, default=None)  # a throughput probe: torch's own thread count unless told
     add_json(ap)
     ap.add_argument("--html", type=Path)
     ap.add_argument("--png", type=Path)

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from gpu_demo.decode import autoregressive, run
-from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.flags import CliParser, add_json, add_max_new_tokens, add_temperature, add_threads, parse
 from gpu_demo.measure.bench import environment
 from gpu_demo.measure.tree_stats import expected_length_by_depth, measured_rank_rates
 from gpu_demo.pairs import load_pair
@@ -197,21 +197,20 @@ def table(report: dict) -> str:
 
 def main() -> None:
     ap = CliParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); e.g. 1 for sampling")
-    ap.add_argument("--tokens", type=int, default=200, help="new tokens per prompt (3 prompts)")
+    add_temperature(ap, 0.0)
+    add_max_new_tokens(ap, 200, "--tokens")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pass-reps", type=int, default=50, help="timed calls per isolated pass")
-    ap.add_argument("--threads", type=int, default=1)
+    add_threads(ap)
     ap.add_argument("--clock", choices=list(CLOCKS), default="cpu",
                     help="cpu: process time (steady on a shared machine, 1 thread); wall: perf_counter")
     add_json(ap)
     args = parse(ap)
-    torch.set_num_threads(args.threads)
     pair = load_pair("builtin", "cpu")
     sampling = SamplingConfig(args.temperature)
     with torch.inference_mode():
-        report = bench(pair, sampling, args.tokens, args.repeats, args.pass_reps, CLOCKS[args.clock])
-    report |= {"clock": args.clock, "temperature": args.temperature, "tokens_per_prompt": args.tokens,
+        report = bench(pair, sampling, args.max_new_tokens, args.repeats, args.pass_reps, CLOCKS[args.clock])
+    report |= {"clock": args.clock, "temperature": args.temperature, "tokens_per_prompt": args.max_new_tokens,
                "prompts": list(PROMPTS), "repeats": args.repeats, "environment": environment(torch.device("cpu"))}
     print(table(report))
     if args.json:

@@ -22,7 +22,7 @@ import time
 import torch
 
 from gpu_demo.device import time_call
-from gpu_demo.flags import CliParser, add_json, gamma_list, parse
+from gpu_demo.flags import CliParser, add_json, add_threads, gamma_list, parse
 from gpu_demo.measure.bench import environment
 from gpu_demo.reports import write_report
 from specdec_core.repeats import check_repeats, race_order, spread
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--calls", type=int, default=3, help="forwards averaged per timing")
     ap.add_argument("--context", type=int, default=200, help="tokens already in the cache")
-    ap.add_argument("--threads", type=int, default=1)
+    add_threads(ap)
     ap.add_argument("--weights", default=None,
                     help="comma list of weight formats (float32,fp16,int8,int4) to compare instead of the kernels")
     add_json(ap)
@@ -109,7 +109,6 @@ def main(argv: list[str] | None = None) -> None:
     if args.calls < 1 or not 1 <= args.context <= 1500:
         raise SystemExit("--calls must be >= 1 and --context in [1, 1500]")
     tokens = sorted(set(args.tokens) | {1})  # v is relative to T = 1
-    torch.set_num_threads(args.threads)
     from gpu_demo.models.gguf import load_smollm2
 
     model = load_smollm2(max_len=args.context + max(tokens) + 1).model

@@ -19,21 +19,20 @@ the first near-tie, then part.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import statistics
 import time
-from pathlib import Path
 
 import torch
 from vs_transformers import Runner, first_difference, ours  # bench/: one home for our runner and the diff
 
 from engines.client import COMPLETION_CAP, Endpoint
 from engines.embedded import EmbeddedServer, Mode
+from gpu_demo.flags import CliParser, add_gamma, add_json, add_max_new_tokens, add_temperature, parse
 from gpu_demo.models.eagle import ASSETS, EagleDrafter, load_head
 from gpu_demo.models.smollm2 import SmolTokenizer, shared_target
-from gpu_demo.reports import RefusedPath, check_report_path, write_report
+from gpu_demo.reports import write_report
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
 
@@ -60,23 +59,17 @@ def load_target(weights: str | None, max_len: int):
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prompts", type=int, default=4, help="use the first N of the bench's chat prompts")
-    ap.add_argument("--max-new-tokens", type=int, default=64)
+    add_max_new_tokens(ap, 64)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--gamma", type=int, default=2, help="our feature draft's gamma")
+    add_gamma(ap, "2", single=True)  # our feature draft's gamma
     ap.add_argument("--llama-gamma", type=int, default=4, help="llama.cpp's draft length (n-gram and self-draft)")
-    ap.add_argument("--temperature", type=float, default=0.0)
+    add_temperature(ap, 0.0)
     ap.add_argument("--weights", default=None, help="our target's weight format, if the loader offers one")
-    ap.add_argument("--json", metavar="PATH", type=Path)
-    ap.add_argument("--force", action="store_true", help="replace an existing --json file that is not our report")
-    args = ap.parse_args(argv)
-    if args.json:
-        try:
-            check_report_path(args.json, args.force)
-        except RefusedPath as exc:
-            raise SystemExit(f"vs_llamacpp: {exc}") from None
-    torch.set_num_threads(1)
+    add_json(ap)
+    args = parse(ap, argv)  # a refused --json exits 2 here, before any work
+    torch.set_num_threads(1)  # one CPU thread each, as llama.cpp's server runs (no --threads: the comparison's terms)
     smol = load_target(args.weights, 512)
     tok = SmolTokenizer(smol.tokenizer, smol.chat_template, smol.eos_token_id)
     prompts = [tok.encode(tok.chat(p)) for p in BENCH_CHAT_PROMPTS[: args.prompts]]

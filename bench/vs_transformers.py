@@ -32,7 +32,7 @@ import torch
 
 from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.drafters import LookupDrafter
-from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.flags import CliParser, add_gamma, add_json, add_max_new_tokens, add_threads, parse
 from gpu_demo.models.eagle import ASSETS, EagleDrafter, load_head
 from gpu_demo.models.gguf import load_smollm2
 from gpu_demo.models.llama_hf import to_transformers
@@ -111,16 +111,15 @@ ROWS = (  # (row, ours, hf candidates): the HF column of "best draft" is its fas
 def main(argv: list[str] | None = None) -> dict:
     ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prompts", type=int, default=4, help="use the first N of the bench's chat prompts")
-    ap.add_argument("--max-new-tokens", type=int, default=64)
+    add_max_new_tokens(ap, 64)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--gamma", type=int, default=3, help="our feature draft's gamma (and HF early-exit's)")
+    add_gamma(ap, "3", single=True)  # our feature draft's gamma (and HF early-exit's)
     ap.add_argument("--lookup-gamma", type=int, default=4)
     ap.add_argument("--early-exit", type=int, default=4, help="layers of the HF early-exit draft")
-    ap.add_argument("--threads", type=int, default=1)
+    add_threads(ap)
     ap.add_argument("--eagle-dir", default=str(ASSETS), help="folder holding smollm2_eagle.{json,safetensors}")
     add_json(ap)
     args = parse(ap, argv)
-    torch.set_num_threads(args.threads)
     import transformers
 
     smol = load_smollm2(max_len=512)

@@ -97,7 +97,7 @@ def _opener() -> urllib.request.OpenerDirector:
     """No proxies and no redirects: the request goes to the allowed origin and nowhere else."""
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):  # noqa: ANN002, ANN003
+        def redirect_request(self, *args, **kwargs):
             return None
 
     return urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect())
@@ -146,7 +146,7 @@ def counter(endpoint: Endpoint, name: str) -> float | None:
             for s in family.samples:
                 if s.name == name and not s.labels:
                     return float(s.value)
-    except Exception:  # noqa: BLE001 - the parser raises several types on malformed text
+    except Exception:  # the parser raises several types on malformed text
         return None
     return None
 

@@ -139,7 +139,7 @@ class EmbeddedServer:
         x = _xllamacpp()
         try:
             self._server = x.Server(params_for(mode, self.model))
-        except Exception as exc:  # noqa: BLE001 - the binding raises RuntimeError or its own types
+        except Exception as exc:  # the binding raises RuntimeError or its own types
             raise EngineUnavailable(f"llama.cpp could not start on {self.model}: {exc}") from None
         self.url = str(self._server.listening_address).rstrip("/")
         self.version = getattr(x, "__version__", "?")

@@ -19,6 +19,7 @@ whose alphabet has no end-of-text symbol, the newline plays that part (so a cons
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -27,13 +28,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from gpu_demo import compile_worker
+
 KINDS = ("regex", "json", "lark")
-END_PIECE = b"\xff<|end|>"  # llguidance's marker byte 0xFF: a special token, never produced by text
 JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
-MAX_SOURCE_BYTES = 32_000  # a constraint's source, page or CLI: bounds its compilation (about 1 s here)
+MAX_SOURCE_BYTES = 32_000  # a constraint's source, page or CLI (its compile time: compile_worker's limit)
 MAX_DEPTH = 32  # JSON schema nesting; deeper schemas used to end in RecursionError
 KEEP_MASKS = 64  # masks kept behind the current position (a round rolls back at most gamma <= 16)
-_LLTOKENIZERS: dict[int, tuple[object, object]] = {}  # id(tokenizer) -> (tokenizer, LLTokenizer)
+_LLTOKENIZERS: dict[int, tuple] = {}  # id(tokenizer) -> (tokenizer, LLTokenizer, key, spec)
 
 
 class ConstraintError(ValueError):
@@ -89,52 +91,34 @@ def check_source(kind: str, source: str) -> None:
 # ------------------------------------------------------------------------------------------- tokenizers
 
 
-class _PiecesTokenizer:
-    """The duck type llguidance.TokenizerWrapper reads: one byte string per token id, an end token, encode()."""
-
-    def __init__(self, pieces: list[bytes], end_token: int, encode) -> None:
-        self.tokens = pieces
-        self.eos_token_id = end_token
-        self.bos_token_id = None
-        self.special_token_ids = [end_token]
-        self._encode = encode
-
-    def __call__(self, text: str | bytes) -> list[int]:
-        return self._encode(text.decode("utf-8") if isinstance(text, bytes) else text)
+def _spec(tokenizer) -> list:
+    """compile_worker's spec of a gpu_demo tokenizer: SmolLM2's saved JSON and end-of-turn, or the characters."""
+    if hasattr(tokenizer, "tk") and hasattr(tokenizer, "eos_token_id"):  # SmolTokenizer (tokenizers.Tokenizer)
+        return ["bpe", tokenizer.tk.to_str(), int(tokenizer.vocab_size), int(tokenizer.eos_token_id)]
+    if hasattr(tokenizer, "chars"):  # CharTokenizer
+        if "\n" not in tokenizer.chars:
+            raise ConstraintError("this character vocabulary has no newline to end a constrained text")
+        return ["chars", tokenizer.chars, tokenizer.chars.index("\n")]
+    raise ConstraintError(f"constraints need a SmolLM2 or character tokenizer; got {type(tokenizer).__name__}")
 
 
-def char_lltokenizer(chars: str, end_token: int, encode=None):
-    """An llguidance tokenizer for a character vocabulary: token i is chars[i], except end_token (the end marker)."""
-    from llguidance import LLTokenizer, TokenizerWrapper
-
-    if not 0 <= end_token < len(chars):
-        raise ConstraintError(f"end token {end_token} is outside the vocabulary [0, {len(chars)})")
-    index = {ch: i for i, ch in enumerate(chars)}
-    pieces = [END_PIECE if i == end_token else ch.encode("utf-8") for i, ch in enumerate(chars)]
-    enc = encode or (lambda text: [index[ch] for ch in text if ch in index])
-    return LLTokenizer(TokenizerWrapper(_PiecesTokenizer(pieces, end_token, enc)))
+def _entry(tokenizer) -> tuple[object, object, str, list]:
+    """(tokenizer, LLTokenizer, key, spec), built once per tokenizer object (~0.5 s for SmolLM2's BPE)."""
+    hit = _LLTOKENIZERS.get(id(tokenizer))
+    if hit is None or hit[0] is not tokenizer:
+        spec = _spec(tokenizer)
+        key = hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
+        hit = _LLTOKENIZERS[id(tokenizer)] = (tokenizer, compile_worker.lltokenizer(spec), key, spec)
+    return hit
 
 
 def lltokenizer_for(tokenizer) -> tuple[object, int]:
-    """(llguidance tokenizer, end token id) for a gpu_demo tokenizer; built once per tokenizer object (~0.5 s BPE).
+    """(llguidance tokenizer, end token id) for a gpu_demo tokenizer; built once per tokenizer object.
 
     SmolLM2's ``tokenizers`` tokenizer is saved to the JSON llguidance reads, with its end-of-turn token as the
     end; a CharTokenizer maps each character to its byte string, the newline being the end marker.
     """
-    hit = _LLTOKENIZERS.get(id(tokenizer))
-    if hit is not None and hit[0] is tokenizer:
-        llt = hit[1]
-    elif hasattr(tokenizer, "tk") and hasattr(tokenizer, "eos_token_id"):  # SmolTokenizer (tokenizers.Tokenizer)
-        from llguidance import LLTokenizer
-
-        llt = LLTokenizer(tokenizer.tk.to_str(), n_vocab=tokenizer.vocab_size, eos_token=tokenizer.eos_token_id)
-    elif hasattr(tokenizer, "chars"):  # CharTokenizer
-        if "\n" not in tokenizer.chars:
-            raise ConstraintError("this character vocabulary has no newline to end a constrained text")
-        llt = char_lltokenizer(tokenizer.chars, tokenizer.chars.index("\n"))
-    else:
-        raise ConstraintError(f"constraints need a SmolLM2 or character tokenizer; got {type(tokenizer).__name__}")
-    _LLTOKENIZERS[id(tokenizer)] = (tokenizer, llt)
+    llt = _entry(tokenizer)[1]
     return llt, int(llt.eos_token)
 
 
@@ -272,6 +256,27 @@ class Constraint:
                 return ("complete", "") if m.is_accepting() else ("violated", "ended before the text was complete")
         return ("complete", "") if m.is_stopped() and m.is_accepting() else ("unfinished", "valid so far, not ended")
 
+    def text_ids(self, ids: Sequence[int]) -> list[int]:
+        """The constrained text's tokens, the ones :meth:`check` reads: the prefix, then ids up to the end token."""
+        ids = [int(t) for t in ids]
+        cut = ids.index(self.end_token) if self.end_token in ids else len(ids)
+        return [*self.prefix, *ids[:cut]]
+
+    def check_json(self, ids: Sequence[int], decode) -> tuple[str, str, object]:
+        """:meth:`check` plus, when 'complete', the constrained text parsed by json.loads: (state, detail, value).
+
+        One verdict for a JSON-schema request: the text parsed is :meth:`text_ids` decoded (on a raw-text pair
+        the prompt is its start), so a value comes only with 'complete'; a text the matcher accepted and
+        json.loads refuses is 'violated' with json's complaint, never 'complete'. value is None unless complete.
+        """
+        state, detail = self.check(ids)
+        if state != "complete":
+            return state, detail, None
+        try:
+            return state, detail, json.loads(decode(self.text_ids(ids)))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            return "violated", f"the matcher accepted it, but it is not valid JSON: {exc}", None
+
     def describe(self) -> str:
         """Short label, e.g. 'regex \\d{4}-\\d{2}-\\d{2}'."""
         src = self.source if len(self.source) <= 60 else self.source[:57] + "..."
@@ -311,19 +316,32 @@ def _grammar(kind: str, source: str | dict) -> str:
         raise ConstraintError(f"the JSON schema was refused: {exc}") from None
 
 
+def _validate(kind: str, grammar: str, tokenizer, limit_s: float | None) -> str:
+    """llguidance's complaint ('' when it compiles), from the bounded worker; ConstraintError past the time limit."""
+    limit = compile_worker.COMPILE_LIMIT_S if limit_s is None else limit_s
+    _, _, key, spec = _entry(tokenizer)
+    try:
+        return compile_worker.compile_bounded(grammar, key, spec, limit)
+    except compile_worker.CompileTimeout:
+        raise ConstraintError(f"the {kind} took longer than {limit:g} s to compile (the time limit; it keeps the "
+                              "shared server responsive): simplify it") from None
+
+
 def build(
-    kind: str, source: str | dict, tokenizer, vocab_size: int | None = None, prefix: Sequence[int] = ()
+    kind: str, source: str | dict, tokenizer, vocab_size: int | None = None, prefix: Sequence[int] = (),
+    compile_limit_s: float | None = None,
 ) -> Constraint:
     """A Constraint from a regex, JSON schema or Lark grammar over `tokenizer`, its prefix consumed.
 
-    ConstraintError (a ValueError) with a plain message when the source is invalid, the prefix (the prompt's
-    constrained part) already violates it, or it allows no text at all after the prefix.
+    ConstraintError (a ValueError) with a plain message when the source is invalid, takes longer than
+    compile_limit_s (default compile_worker.COMPILE_LIMIT_S) to compile, the prefix (the prompt's constrained
+    part) already violates it, or it allows no text at all after the prefix.
     """
     from llguidance import LLMatcher
 
     grammar = _grammar(kind, source)
     llt, end = lltokenizer_for(tokenizer)
-    error = LLMatcher.validate_grammar(grammar, llt)
+    error = _validate(kind, grammar, tokenizer, compile_limit_s)
     if error:
         raise ConstraintError(f"invalid {kind}: {_tidy(error)}")
     text = source if isinstance(source, str) else json.dumps(source)

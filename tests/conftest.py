@@ -62,11 +62,6 @@ def streamlit_url() -> Iterator[str]:
         yield url
 
 
-def _ensure_artifacts() -> bool:
-    ARTIFACTS.mkdir(exist_ok=True)
-    return True
-
-
 @pytest.fixture(scope="session")
 def browser():
     """Headless Debian Chromium driven by Playwright; skips with a clear message where it is missing."""

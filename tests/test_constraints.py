@@ -95,6 +95,19 @@ def test_check_reports_complete_unfinished_and_violated(pair) -> None:
 # ----------------------------------------------------------------------------------- greedy exactness
 
 
+THREE_ONES = '{"type": "array", "items": {"const": 1}, "minItems": 3, "maxItems": 3}'
+
+
+def test_check_json_parses_the_constrained_text_the_check_read_prompt_included(pair) -> None:
+    """On the raw-text pair the prompt '[1' starts the JSON: the reply alone (', 1, 1]') is not JSON."""
+    tok = pair.tokenizer
+    c = C.build("json", THREE_ONES, tok, pair.target.vocab_size, prefix=tok.encode("[1"))
+    assert c.check_json(tok.encode(", 1, 1]\n"), tok.decode) == ("complete", "", [1, 1, 1])
+    assert c.check_json(tok.encode(", 1"), tok.decode) == ("unfinished", "valid so far, not ended", None)
+    state, _, value = c.check_json(tok.encode(", 2"), tok.decode)
+    assert (state, value) == ("violated", None)
+
+
 @pytest.mark.parametrize("key", list(C.CHAR_PRESETS))
 def test_greedy_constrained_speculative_equals_greedy_constrained_autoregressive(pair, key: str) -> None:
     preset = C.CHAR_PRESETS[key]

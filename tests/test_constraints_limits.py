@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from cli_support import one_line_run
 
+from gpu_demo import compile_worker
 from gpu_demo import constraints as C
 from gpu_demo.pairs import load_pair
 
@@ -50,9 +51,38 @@ def test_lark_item_limit_is_named_when_the_prompt_is_the_prefix(pair) -> None:
 
 
 def test_a_source_at_the_cap_still_builds(pair) -> None:
-    source = "[a-z ]{0,5}" + "a?" * ((C.MAX_SOURCE_BYTES - 12) // 2)
-    assert len(source.encode()) <= C.MAX_SOURCE_BYTES
-    assert C.build("regex", source, pair.tokenizer, pair.target.vocab_size).kind == "regex"
+    """The size cap alone: a schema of MAX_SOURCE_BYTES that is cheap to compile (a long description)."""
+    head = '{"type": "integer", "description": "'
+    source = head + "x" * (C.MAX_SOURCE_BYTES - len(head) - 2) + '"}'
+    assert len(source.encode()) == C.MAX_SOURCE_BYTES
+    assert C.build("json", source, pair.tokenizer, pair.target.vocab_size).kind == "json"
+
+
+# 11 KB, under the size cap: 300 patternProperties compiled for 35 s here (llguidance's budgets do not stop it)
+SLOW_SCHEMA = json.dumps({"type": "object",
+                          "patternProperties": {f"^k{i}[a-z]*$": {"type": "integer"} for i in range(300)}})
+
+
+def test_a_slow_compilation_is_stopped_at_the_time_limit_and_the_next_one_runs(pair) -> None:
+    C.build("regex", "[a-z]+", pair.tokenizer, pair.target.vocab_size)  # the worker is up
+    worker = compile_worker._worker.proc
+    assert len(SLOW_SCHEMA.encode()) < C.MAX_SOURCE_BYTES and worker is not None
+    t0 = time.perf_counter()
+    with pytest.raises(C.ConstraintError) as info:
+        C.build("json", SLOW_SCHEMA, pair.tokenizer, pair.target.vocab_size, compile_limit_s=0.3)
+    elapsed = time.perf_counter() - t0
+    assert str(info.value).startswith("the json took longer than 0.3 s to compile (the time limit")
+    assert "\n" not in str(info.value)
+    assert elapsed < 10, elapsed  # the limit plus a kill, not the 35 s compile
+    assert worker.poll() is not None  # the worker doing the compile was killed: the work stopped
+    assert C.build("regex", "[a-z]+", pair.tokenizer, pair.target.vocab_size).kind == "regex"  # a fresh one
+
+
+def test_cli_slow_schema_gives_the_time_limit_line(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "schema.json"
+    path.write_text(SLOW_SCHEMA)
+    rc, line = _cli(GEN + ["--json-schema", str(path)], capsys)
+    assert rc == 2 and f"took longer than {compile_worker.COMPILE_LIMIT_S:g} s to compile" in line
 
 
 def _cli(argv: list[str], capsys) -> tuple[int, str]:

@@ -80,6 +80,18 @@ def test_bad_constraints_show_a_message_not_a_traceback(app_test, query, message
     assert "live_constraint" not in at.session_state
 
 
+def test_builtin_json_request_has_one_verdict_the_prompt_being_the_start_of_the_json(app_test) -> None:
+    """The JSON view parses what the constraint check read (prompt + reply): it used to parse the reply alone
+    and said 'Not valid JSON' beside 'Constraint check: complete'."""
+    schema = '{"type": "array", "items": {"const": 1}, "minItems": 3, "maxItems": 3}'
+    at = run_constrained(app_test, cpreset="own", ckind="json", csource=schema, cprompt="[1")
+    req = at.session_state["live_constraint"]
+    assert req.shown.state == "complete" and req.shown.value == [1, 1, 1], req.shown.detail
+    assert "Constraint check: complete" in texts(at.success) and "Valid JSON" in texts(at.success)
+    assert not at.error, texts(at.error)
+    assert json.loads(at.json[0].value) == [1, 1, 1]
+
+
 @pytest.mark.slow
 def test_smollm2_json_schema_request_shows_valid_json(app_test) -> None:
     at = run_constrained(app_test, pair="smollm2-draft", greedy="true", cmaxnew="32")

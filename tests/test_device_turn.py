@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpu_demo.live.queue import device_queue
 from ui.live import pairs as lpairs
 
 
 def test_every_pair_on_a_device_shares_the_probe_queue() -> None:
-    q = lpairs.device_queue("cpu")
-    assert lpairs.device_queue("cpu") is q and lpairs.device_queue("cuda") is not q
+    q = device_queue("cpu")
+    assert device_queue("cpu") is q and device_queue("cuda") is not q
     sp = lpairs.get_pair("builtin", "cpu")
     assert sp.error is None and sp.queue is q
 

@@ -68,7 +68,7 @@ class Recorder(http.server.BaseHTTPRequestHandler):
     seen: list[str] = []
     body = b"<html>hello</html>"
 
-    def do_GET(self):  # noqa: N802 - http.server's name
+    def do_GET(self):  # http.server's name
         Recorder.seen.append(self.path)
         self.send_response(200)
         self.send_header("Content-Type", "text/html")

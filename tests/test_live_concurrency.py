@@ -25,10 +25,10 @@ ASSETS_KIND = ensure_builtin_assets()
 
 from gpu_demo.decode import autoregressive, speculative  # noqa: E402
 from gpu_demo.drafters import ModelDrafter  # noqa: E402
+from gpu_demo.live import queue as lq  # noqa: E402
+from gpu_demo.live.queue import TurnQueue  # noqa: E402
 from gpu_demo.models.char import CharConfig, CharTransformer, WindowConfig, WindowMLP  # noqa: E402
 from gpu_demo.sampler import SamplingConfig  # noqa: E402
-from ui.live import queue as lq  # noqa: E402
-from ui.live.queue import TurnQueue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GREEDY = SamplingConfig(temperature=0.0)

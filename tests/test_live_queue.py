@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ui.live.queue import Throttle, TurnQueue
+from gpu_demo.live.queue import Throttle, TurnQueue
 
 
 def test_queue_is_first_come_first_served() -> None:

@@ -144,8 +144,8 @@ def test_gap_sentence_is_right_in_every_case(runs, says, never):
 
 
 def test_stopped_sweep_keeps_and_shows_its_partial_results(app_test):
+    from gpu_demo.live import runner as lr
     from ui.live import pairs as lpairs
-    from ui.live import runner as lr
 
     at = app_test(PAGE, timeout=240, maxnew="20", gamma="3", seed="7", repeats="2")
     settings = at.session_state["live_settings"]

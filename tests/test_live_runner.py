@@ -13,11 +13,11 @@ import torch
 
 from gpu_demo.decode import autoregressive
 from gpu_demo.drafters import ModelDrafter
+from gpu_demo.live import runner as lr
+from gpu_demo.live.queue import TurnQueue
 from gpu_demo.models.char import CharConfig, CharTokenizer, CharTransformer, WindowConfig, WindowMLP
 from gpu_demo.pairs import Pair
 from gpu_demo.sampler import SamplingConfig
-from ui.live import runner as lr
-from ui.live.queue import TurnQueue
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 VOCAB = "abcdefghijklmnop"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from gpu_demo.live import runner as lr
+from gpu_demo.live.queue import TurnQueue
 from gpu_demo.models.smollm2 import MARKUP_NAMES
 from gpu_demo.pairs import load_pair
-from ui.live import runner as lr
-from ui.live.queue import TurnQueue
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 MAX_NEW = 48

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import streamlit as st
 import torch
 
+from gpu_demo.live import queue as lq
+from gpu_demo.live import runner as lr
 from gpu_demo.measure import batch as lb
 from specdec_core.measure import Measured
 from specdec_core.repeats import RepeatSummary, summarise_repeats
@@ -16,8 +19,6 @@ from ui.live import controls as lc
 from ui.live import export as lx
 from ui.live import pairs as lpairs
 from ui.live import panel as lp
-from ui.live import queue as lq
-from ui.live import runner as lr
 from ui.live import tokens as lt
 from ui.live.figures import batch_figure
 from ui.safe_text import md
@@ -186,7 +187,74 @@ def batch_section(settings: lr.Settings, sp: lr.SharedPair | None, on_wait, prog
                    "is memory- or launch-bound, and the crossover is where it starts to climb.")
 
 
-def render() -> None:
+@dataclass
+class Stage:
+    """The run's live places on the page (queue line, progress, tokens, panel) and the callbacks that fill them.
+
+    The runner calls these between rounds (gpu_demo.live.runner): redraws are throttled to one per LIVE_REDRAW_S,
+    and a Stop or a rerun lands in them, so a run stops between two rounds.
+    """
+
+    step_mode: bool
+    queue_ph: object = field(default_factory=st.empty)
+    prog_ph: object = field(default_factory=st.empty)
+    out_ph: object = None
+    panel_ph: object = None
+    redraw_due: lq.Throttle = field(default_factory=lambda: lq.Throttle(LIVE_REDRAW_S))
+    sweep_what: str = ""
+
+    def place_output(self) -> None:
+        """The token box and the panel, below the legend."""
+        st.html(lt.legend_html())
+        st.caption("Hover a token for its p and q top-5. Rejected drafts show struck through in the latest round, "
+                   "then drop.")
+        self.out_ph, self.panel_ph = st.empty(), st.empty()
+
+    def on_wait(self, position: int) -> None:
+        """Show the queue position while waiting for the model."""
+        self.queue_ph.info(f"Waiting for the model: {position} run(s) ahead of yours. It starts by itself.")
+
+    def on_round(self, rec: lr.RunRecord) -> None:
+        """Stream the run so far, at most once per LIVE_REDRAW_S (a Stop lands here, between two rounds)."""
+        if not self.redraw_due():
+            return
+        self.queue_ph.empty()
+        rep, n_rep = len(rec.repeats), rec.settings.repeats
+        n = len(rec.repeats[-1].spec_tokens())
+        self.prog_ph.progress(min(1.0, n / rec.settings.max_new),
+                              text=f"repeat {rep} of {n_rep}, speculative: {n} / {rec.settings.max_new} tokens")
+        if self.step_mode or rep > 1:
+            return
+        self.out_ph.html(lt.stream_html(prompt_shown(rec.settings), rec.events, piece))
+        with self.panel_ph.container():
+            s = summarise_repeats(lp.race_runs(rec))
+            lp.panel(lp.measure_record(rec), s, lp.vllm_counts(rec.repeats[:1], rec.settings.gamma), figures=False,
+                     key=f"_live{len(rec.events)}")
+
+    def on_base(self, rec: lr.RunRecord) -> None:
+        """Progress of a baseline run (throttled like on_round)."""
+        if not self.redraw_due():
+            return
+        rep = rec.repeats[-1]
+        n, total = len(rep.base_tokens()), len(rep.spec_tokens()) if rep.spec_done else rec.settings.max_new
+        self.prog_ph.progress(min(1.0, n / max(1, total)), text=f"repeat {len(rec.repeats)} of "
+                              f"{rec.settings.repeats}, autoregressive baseline: {n} / {total} tokens")
+
+    def sweep_progress(self, frac: float, what: str) -> None:
+        """Progress of a sweep, before each run."""
+        self.queue_ph.empty()
+        self.sweep_what = what
+        self.prog_ph.progress(frac, text=f"sweep: {what}")
+
+    def on_sweep_round(self, srec: lr.SweepRecord) -> None:
+        """Between two rounds of a sweep (throttled): where a Stop lands, so the model is freed at once."""
+        if self.redraw_due():
+            self.prog_ph.progress(min(1.0, len(srec.runs) / max(1, srec.planned)),
+                                  text=f"sweep: {self.sweep_what} ({srec.rounds()} rounds so far)")
+
+
+def intro() -> None:
+    """The page's title and what it measures."""
     st.title("Live decoding: a draft proposes, the target verifies")
     st.markdown(
         "A small **draft** model guesses the next gamma tokens; the **target** checks them all in one forward "
@@ -196,6 +264,10 @@ def render() -> None:
         "interleaved (speculative, baseline, baseline, speculative, ...) so that a change in the machine's load "
         "hits both sides, and quotes medians with their spread: batch 1, this device."
     )
+
+
+def setup() -> tuple[lr.Settings, lr.SharedPair | None, list[int] | None]:
+    """Settle the previous run, read the controls, say which device runs, load the pair: (settings, pair, ids)."""
     settle_previous()
     settings, pair_ok, pair_reason, dev_problem = lc.all_controls()
     st.session_state["live_settings"] = settings
@@ -204,9 +276,11 @@ def render() -> None:
         st.warning(f"{dev_problem}. Running on the CPU instead.")
     st.info(f"Device: **{settings.device}**. {device_why}")
     sp, ids = load_pair(settings, pair_ok, pair_reason)
+    return settings, sp, ids
 
-    step_mode = bound_toggle("step mode: one round per click, with every drafted token's q, p and uniform draw",
-                             "step")
+
+def buttons(settings: lr.Settings, sp: lr.SharedPair | None, ids: list[int] | None) -> tuple[bool, bool]:
+    """Run, Sweep and Stop, and the line's length: (run clicked, sweep clicked)."""
     b1, b2, b3, b4 = st.columns([1.1, 1.3, 0.7, 2.4])
     run_clicked = b1.button("Run the race", type="primary", key="run_btn", disabled=ids is None,
                             help=f"{settings.repeats} interleaved repeats of a speculative run and the "
@@ -218,95 +292,67 @@ def render() -> None:
     if sp is not None:
         b4.caption(f"Runs in line for this model now: {sp.queue.length()} (the model runs one at a time, first "
                    "come first served).")
+    return run_clicked, sweep_clicked
 
-    queue_ph, prog_ph = st.empty(), st.empty()
-    st.html(lt.legend_html())
-    st.caption("Hover a token for its p and q top-5. Rejected drafts show struck through in the latest round, then "
-               "drop.")
-    out_ph, panel_ph = st.empty(), st.empty()
-    redraw_due = lq.Throttle(LIVE_REDRAW_S)
 
-    def on_wait(position: int) -> None:
-        """Show the queue position while waiting for the model."""
-        queue_ph.info(f"Waiting for the model: {position} run(s) ahead of yours. It starts by itself.")
-
-    def on_round(rec: lr.RunRecord) -> None:
-        """Stream the run so far, at most once per LIVE_REDRAW_S (a Stop lands here, between two rounds)."""
-        if not redraw_due():
-            return
-        queue_ph.empty()
-        rep, n_rep = len(rec.repeats), rec.settings.repeats
-        n = len(rec.repeats[-1].spec_tokens())
-        prog_ph.progress(min(1.0, n / rec.settings.max_new),
-                         text=f"repeat {rep} of {n_rep}, speculative: {n} / {rec.settings.max_new} tokens")
-        if step_mode or rep > 1:
-            return
-        out_ph.html(lt.stream_html(prompt_shown(rec.settings), rec.events, piece))
-        with panel_ph.container():
-            s = summarise_repeats(lp.race_runs(rec))
-            lp.panel(lp.measure_record(rec), s, lp.vllm_counts(rec.repeats[:1], rec.settings.gamma), figures=False,
-                     key=f"_live{len(rec.events)}")
-
-    def on_base(rec: lr.RunRecord) -> None:
-        """Progress of a baseline run (throttled like on_round)."""
-        if not redraw_due():
-            return
-        rep = rec.repeats[-1]
-        n, total = len(rep.base_tokens()), len(rep.spec_tokens()) if rep.spec_done else rec.settings.max_new
-        prog_ph.progress(min(1.0, n / max(1, total)), text=f"repeat {len(rec.repeats)} of {rec.settings.repeats}, "
-                                                           f"autoregressive baseline: {n} / {total} tokens")
-
-    sweep_what = [""]
-
-    def sweep_progress(frac: float, what: str) -> None:
-        """Progress of a sweep, before each run."""
-        queue_ph.empty()
-        sweep_what[0] = what
-        prog_ph.progress(frac, text=f"sweep: {what}")
-
-    def on_sweep_round(srec: lr.SweepRecord) -> None:
-        """Between two rounds of a sweep (throttled): where a Stop lands, so the model is freed at once."""
-        if redraw_due():
-            prog_ph.progress(min(1.0, len(srec.runs) / max(1, srec.planned)),
-                             text=f"sweep: {sweep_what[0]} ({srec.rounds()} rounds so far)")
-
-    if run_clicked and sp is not None and ids is not None:
+def start_runs(stage: Stage, settings: lr.Settings, sp: lr.SharedPair, ids: list[int], race: bool,
+               sweep: bool) -> None:
+    """Run the race and/or the sweep now; each record is kept in the session before it runs (a stop keeps it)."""
+    if race:
         rec = lr.RunRecord(settings, lpairs.device_name(sp), ids)
         st.session_state["live_rec"] = rec
         set_value("round", 1)
-        lr.run_race(sp, rec, on_wait, on_round, on_base)
-        prog_ph.empty()
-    if sweep_clicked and sp is not None and ids is not None:
+        lr.run_race(sp, rec, stage.on_wait, stage.on_round, stage.on_base)
+        stage.prog_ph.empty()
+    if sweep:
         srec = lr.SweepRecord(settings, SWEEP_GAMMAS)
-        st.session_state["live_sweep"] = srec  # kept before it runs: a stopped sweep keeps what finished
-        lr.run_sweep(sp, srec, ids, on_wait, sweep_progress, on_sweep_round)
-        prog_ph.empty()
+        st.session_state["live_sweep"] = srec
+        lr.run_sweep(sp, srec, ids, stage.on_wait, stage.sweep_progress, stage.on_sweep_round)
+        stage.prog_ph.empty()
 
+
+def results(stage: Stage, settings: lr.Settings) -> tuple[lr.RunRecord | None, Measured | None]:
+    """The last race (tokens, panel, race) and the last sweep, from the session: (race record, its measures)."""
     rec: lr.RunRecord | None = st.session_state.get("live_rec")
     m = None
     if rec is None:
-        out_ph.caption("Press **Run the race** to decode live. Tokens appear round by round.")
+        stage.out_ph.caption("Press **Run the race** to decode live. Tokens appear round by round.")
     else:
-        m = show_run(rec, settings, step_mode, out_ph, panel_ph)
-
+        m = show_run(rec, settings, stage.step_mode, stage.out_ph, stage.panel_ph)
     srec: lr.SweepRecord | None = st.session_state.get("live_sweep")
     if srec is not None:
         st.subheader("Sweep: measured against predicted speedup, gamma = 1..8")
         if srec.settings != settings:
             st.caption("This sweep used earlier settings.")
         lp.sweep_panel(srec)
+    return rec, m
 
-    batch_section(settings, sp, on_wait, prog_ph)
-    lcp.render(settings, sp, on_wait)  # issue 18: constrained decoding, with the parser's rollback
 
+def export(rec: lr.RunRecord, m: Measured) -> None:
+    """Download repeat 1's events and metrics."""
+    st.subheader("Export")
+    st.caption("The export holds repeat 1's events and metrics.")
+    e1, e2 = st.columns(2)
+    e1.download_button("run as JSON (events, settings, device, versions)", lx.run_json(rec, m, lx.versions()),
+                       file_name=f"specdec-live-{int(time.time())}.json", mime="application/json", key="dl_json")
+    e2.download_button("metrics as CSV", lx.metrics_csv(m), file_name="specdec-live-metrics.csv",
+                       mime="text/csv", key="dl_csv")
+
+
+def render() -> None:
+    intro()
+    settings, sp, ids = setup()
+    step_mode = bound_toggle("step mode: one round per click, with every drafted token's q, p and uniform draw",
+                             "step")
+    run_clicked, sweep_clicked = buttons(settings, sp, ids)
+    stage = Stage(step_mode)
+    stage.place_output()
+    if sp is not None and ids is not None:
+        start_runs(stage, settings, sp, ids, run_clicked, sweep_clicked)
+    rec, m = results(stage, settings)
+    batch_section(settings, sp, stage.on_wait, stage.prog_ph)
+    lcp.render(settings, sp, stage.on_wait)  # issue 18: constrained decoding, with the parser's rollback
     if rec is not None and m is not None:
-        st.subheader("Export")
-        st.caption("The export holds repeat 1's events and metrics.")
-        e1, e2 = st.columns(2)
-        e1.download_button("run as JSON (events, settings, device, versions)", lx.run_json(rec, m, lx.versions()),
-                           file_name=f"specdec-live-{int(time.time())}.json", mime="application/json", key="dl_json")
-        e2.download_button("metrics as CSV", lx.metrics_csv(m), file_name="specdec-live-metrics.csv",
-                           mime="text/csv", key="dl_csv")
-
+        export(rec, m)
 
 render()

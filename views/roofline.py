@@ -6,12 +6,12 @@ import numpy as np
 import streamlit as st
 
 from gpu_demo.device import device_label, resolve_device
+from gpu_demo.live.queue import device_queue
 from gpu_demo.measure.probe import PROBE_SHAPES, format_table, probe
 from specdec_core import roofline as rl
 from specdec_core import steptime as stp
 from ui import roofline_figures as rf
 from ui.controls import bound_select, slider_input
-from ui.live.pairs import device_queue
 from ui.roofline_measured import measured_section
 from ui.steptime_controls import (
     algebra_link,

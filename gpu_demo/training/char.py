@@ -144,38 +144,11 @@ def train_one(
     after that many steps (reproduces a run that was cut short; its metadata says so). A preset with a
     ``teacher`` then runs ``distill_steps`` (default: the preset's) of distillation on that saved model.
     """
-
-    arch, tcfg = PRESETS[name]
-    arch = dict(arch)
-    expert_name = arch.pop("expert", None)
-    teacher_name = arch.pop("teacher", None)
-    if steps is not None:
-        tcfg = TrainConfig(**{**asdict(tcfg), "steps": steps})
-    if distill_steps is not None:
-        tcfg = TrainConfig(**{**asdict(tcfg), "distill_steps": distill_steps})
-    if teacher_name and tcfg.distill_steps and not (out_dir / f"{teacher_name}.json").exists():
-        raise ValueError(
-            f"{name!r} is distilled on {teacher_name!r}, which is not in {out_dir}: train it first "
-            f"(python -m gpu_demo train --which {teacher_name}) or copy it there"
-        )
+    arch, tcfg, expert_name, teacher_name = _schedule(name, out_dir, steps, distill_steps)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
-    model = build_model(len(vocab.chars), arch)
-    trained = model
-    if expert_name is not None:  # learn a residual over the frozen expert (the trained draft)
-        expert, emeta = load_char_model(out_dir, expert_name)
-        if emeta["vocab"] != vocab.chars:
-            raise ValueError(f"expert {expert_name!r} was trained with another alphabet")
-        torch.nn.init.zeros_(model.head.weight)  # start exactly at the expert's law
-        model = ExpertSumLM(trained, expert)
-        model.expert.requires_grad_(False)
-    decay = [p for n, p in trained.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in trained.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": tcfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=tcfg.lr,
-        betas=(0.9, 0.99),
-    )
+    model, trained = _build(vocab, arch, expert_name, out_dir)
+    opt = _optimizer(trained, tcfg)
     log: list[dict] = []
     t0 = time.perf_counter()
     n_run = tcfg.steps if stop_after is None else min(stop_after, tcfg.steps)
@@ -198,7 +171,6 @@ def train_one(
     fitted = fit(trained.parameters(), opt, loss_at, n_run, lambda step: lr_at(step, tcfg), evaluate,
                  eval_due=lambda step: (step + 1) % tcfg.eval_every == 0,
                  desc=f"train {name} ({model.num_params() / 1e6:.2f}M params)")
-    ema = fitted.loss_ema
     final_val = held_out_loss(model, val_ids, tcfg.seq_len)
     distilled = None
     if teacher_name and tcfg.distill_steps and n_run == tcfg.steps:
@@ -206,19 +178,11 @@ def train_one(
         distilled["held_out_nats_per_char_before"] = round(final_val, 4)
         final_val = held_out_loss(model, val_ids, tcfg.seq_len)
     meta = {
-        "name": name,
-        "vocab": vocab.chars,
-        "seed": seed,
-        "train": asdict(tcfg),
-        "steps_run": n_run,
-        "stopped_early": n_run < tcfg.steps,
-        "params": model.num_params(),
-        "held_out_nats_per_char": round(final_val, 4),
-        "expert": expert_name,
-        "final_train_loss_ema": round(ema, 4),
-        "log": log,
-        "train_seconds": round(time.perf_counter() - t0, 1),
-        "threads": torch.get_num_threads(),
+        "name": name, "vocab": vocab.chars, "seed": seed, "train": asdict(tcfg), "steps_run": n_run,
+        "stopped_early": n_run < tcfg.steps, "params": model.num_params(),
+        "held_out_nats_per_char": round(final_val, 4), "expert": expert_name,
+        "final_train_loss_ema": round(fitted.loss_ema, 4), "log": log,
+        "train_seconds": round(time.perf_counter() - t0, 1), "threads": torch.get_num_threads(),
         "corpus": "assets/austen.txt.xz (see assets/CORPUS.md); held out: the last 5% of each novel",
         "distill": distilled,
     }
@@ -226,6 +190,50 @@ def train_one(
     save_char_model(trained, out_dir, name, meta)  # an expert's weights stay in its own file
     print(f"[{name}] held-out loss {final_val:.4f} nats/char; saved to {out_dir / name}.safetensors")
     return meta
+
+
+def _schedule(name: str, out_dir: Path, steps: int | None,
+              distill_steps: int | None) -> tuple[dict, TrainConfig, str | None, str | None]:
+    """Preset `name` with the overrides: (architecture, schedule, expert name, teacher name); the teacher must exist."""
+    arch, tcfg = PRESETS[name]
+    arch = dict(arch)
+    expert_name = arch.pop("expert", None)
+    teacher_name = arch.pop("teacher", None)
+    if steps is not None:
+        tcfg = TrainConfig(**{**asdict(tcfg), "steps": steps})
+    if distill_steps is not None:
+        tcfg = TrainConfig(**{**asdict(tcfg), "distill_steps": distill_steps})
+    if teacher_name and tcfg.distill_steps and not (out_dir / f"{teacher_name}.json").exists():
+        raise ValueError(
+            f"{name!r} is distilled on {teacher_name!r}, which is not in {out_dir}: train it first "
+            f"(python -m gpu_demo train --which {teacher_name}) or copy it there"
+        )
+    return arch, tcfg, expert_name, teacher_name
+
+
+def _build(vocab: CharTokenizer, arch: dict, expert_name: str | None, out_dir: Path) -> tuple:
+    """(model the loss reads, module trained): the same model, or a residual over the frozen expert (the draft)."""
+    trained = build_model(len(vocab.chars), arch)
+    if expert_name is None:
+        return trained, trained
+    expert, emeta = load_char_model(out_dir, expert_name)
+    if emeta["vocab"] != vocab.chars:
+        raise ValueError(f"expert {expert_name!r} was trained with another alphabet")
+    torch.nn.init.zeros_(trained.head.weight)  # start exactly at the expert's law
+    model = ExpertSumLM(trained, expert)
+    model.expert.requires_grad_(False)
+    return model, trained
+
+
+def _optimizer(trained: torch.nn.Module, tcfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices only (not on norms and biases)."""
+    decay = [p for p in trained.parameters() if p.dim() >= 2]
+    no_decay = [p for p in trained.parameters() if p.dim() < 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": tcfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=tcfg.lr,
+        betas=(0.9, 0.99),
+    )
 
 
 def _distill_phase(

@@ -17,13 +17,13 @@ import streamlit as st
 
 from gpu_demo import constraints as C
 from gpu_demo.decode import Forget, RoundEvent, speculative
+from gpu_demo.live.queue import decode_threads
+from gpu_demo.live.runner import Settings, SharedPair, prompt_ids, stop_tokens
 from gpu_demo.measure.stats import mean_accepted_length, overall_alpha
 from specdec_core.algebra import expected_tokens
 from specdec_core.measure import acceptance_probability
 from ui.controls import bound_radio, bound_select, bound_text, bound_toggle, get_value, number_box
 from ui.live import tokens as lt
-from ui.live.queue import decode_threads
-from ui.live.runner import Settings, SharedPair, prompt_ids, stop_tokens
 from ui.safe_text import md
 
 OWN = "own"
@@ -45,6 +45,7 @@ class Outcome:
     error: str = ""
     state: str = ""
     detail: str = ""
+    value: object = None  # a JSON-schema run's parsed text, set only when its check is 'complete'
 
     @property
     def tokens(self) -> list[int]:
@@ -91,9 +92,12 @@ def decode(sp: SharedPair, ids: list[int], s: Settings, constraint: C.Constraint
             out.events.append(ev)
     except C.ConstraintError as exc:
         out.error = str(exc)
-    if constraint is not None:
+    if constraint is not None and constraint.kind == "json":
+        out.state, out.detail, out.value = constraint.check_json(out.tokens, pair.tokenizer.decode)
+    elif constraint is not None:
         out.state, out.detail = constraint.check(out.tokens)
-        out.state = "violated" if out.error else out.state
+    if out.error:
+        out.state, out.value = "violated", None
     return out
 
 
@@ -181,15 +185,11 @@ def _outcome_text(req: Request, out: Outcome, piece) -> None:
                                                                        if out.state == "violated" else ""))
 
 
-def _json_view(text: str) -> None:
-    """Parse the reply as JSON: valid (shown) or the parser's complaint."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        st.error(f"Not valid JSON: {md(exc, 200)}")
-        return
-    st.success("Valid JSON (json.loads):")
-    st.json(obj)
+def _json_view(out: Outcome) -> None:
+    """The parsed JSON of a complete run (the constraint check's own verdict, Constraint.check_json); else nothing."""
+    if out.state == "complete":
+        st.success("Valid JSON (json.loads of the constrained text):")
+        st.json(json.dumps(out.value))  # any JSON value (a bare string or number too), as text
 
 
 def _alpha_row(req: Request) -> None:
@@ -220,8 +220,8 @@ def show(req: Request, tokenizer, step_mode: bool) -> None:
                             if on)
         st.warning(f"Bug demonstration: this run forgot to roll back {what} after each verdict.")
     _outcome_text(req, req.shown, piece)
-    if req.kind == "json" and not req.shown.error:
-        _json_view(tokenizer.decode([t for t in req.shown.tokens if t != req.end_token]))
+    if req.kind == "json":
+        _json_view(req.shown)
     if req.correct is not None:
         same = req.correct.tokens == req.shown.tokens
         st.markdown("**With the rollback done** (the same request, seed and settings):")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from gpu_demo.decode import MAX_GAMMA
+from gpu_demo.live.runner import Settings
 from gpu_demo.models.eagle import FEATURE_REUSE
 from specdec_core.repeats import MAX_REPEATS
 from ui.controls import bound_select, bound_text, bound_toggle, get_value, number_box, set_value, slider_input
 
 # Presets use only characters the built-in (Jane Austen) alphabet has, so they run on every pair.
 from ui.live.pairs import device_choices, pair_description, pair_status, resolve
-from ui.live.runner import Settings
 
 # Presets use only characters the built-in (Jane Austen) alphabet has, so they run on every pair.
 PRESETS: dict[str, str] = {

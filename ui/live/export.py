@@ -12,8 +12,8 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
+from gpu_demo.live.runner import RunRecord
 from specdec_core.measure import Measured
-from ui.live.runner import RunRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("torch", "numpy", "streamlit", "plotly", "safetensors")

@@ -1,7 +1,8 @@
 """The live page's model pairs: loaded once per server with st.cache_resource, shared by every session.
 
-Every pair on one device shares that device's :class:`~ui.live.queue.TurnQueue` (``device_queue``), and so
-does the roofline page's probe, so a probe cannot run beside a race and skew its timings.
+Every pair on one device shares that device's :class:`~gpu_demo.live.queue.TurnQueue`
+(``gpu_demo.live.queue.device_queue``), and so does the roofline page's probe, so a probe cannot run beside a
+race and skew its timings.
 """
 
 from __future__ import annotations
@@ -14,18 +15,12 @@ import streamlit as st
 import torch
 
 from gpu_demo import pairs as gp
-from ui.live.queue import CPU_DECODE_THREADS, TurnQueue, decode_threads
-from ui.live.runner import SharedPair
+from gpu_demo.live.queue import CPU_DECODE_THREADS, decode_threads, device_queue
+from gpu_demo.live.runner import SharedPair
 
 ASSETS_ENV = "SPECDEC_BUILTIN_ASSETS"  # optional: another directory holding the built-in pair's weights
 WEB_HF_REASON = ("not available on this page: it runs models that the server's operator names, and a web page "
                  "never chooses which model files the server opens")
-
-
-@st.cache_resource(show_spinner=False)
-def device_queue(device: str) -> TurnQueue:
-    """The one FIFO line for a device ('cpu' or 'cuda'), shared by every pair and by the probe."""
-    return TurnQueue()
 
 
 def device_choices() -> tuple[list[str], str]:
@@ -88,7 +83,7 @@ def get_pair(name: str, device: str) -> SharedPair:
     t0 = time.perf_counter()
     try:
         return shared_pair(name, device, os.environ.get(ASSETS_ENV) or None)
-    except Exception as exc:  # noqa: BLE001 - any loader failure becomes a message on the page
+    except Exception as exc:  # any loader failure becomes a message on the page
         error = f"{type(exc).__name__}: {exc}"
         return SharedPair(name, device, None, error, time.perf_counter() - t0, device_queue(device))
 

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 import numpy as np
 import streamlit as st
 
+from gpu_demo.live.runner import Repeat, RunRecord, SweepRecord
 from gpu_demo.measure.stats import measure_events
 from specdec_core.measure import Measured
 from specdec_core.repeats import CLOSE, MIN_ROUNDS, GapReading, RepeatSummary, Spread, read_gap, summarise_repeats
 from specdec_core.vllm_metrics import SpecDecodeCounts, counts_from_rounds
 from ui.live.figures import alpha_figure, length_figure, sweep_figure
-from ui.live.runner import Repeat, RunRecord, SweepRecord
 
 VLLM_DEFINITIONS = (
     "vLLM reports the same rounds under other names (its spec-decode metrics): **acceptance rate** = accepted / "

@@ -9,7 +9,7 @@ Runs record the decoder's own events; the only clock read here is the time spent
 ``next()`` (the page's rendering between rounds is excluded). A callback runs after every round: the page's
 callbacks touch Streamlit there, which is where a Stop (or a rerun) lands, so a run stops between two
 rounds and the generator and the model's turn are released at once. The shared pairs and their cache live
-in ``ui.live.pairs``; the queue and throttle in ``ui.live.queue``.
+in ``ui.live.pairs`` (st.cache_resource); the queue, throttle and device line in ``gpu_demo.live.queue``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field
 
 from gpu_demo import pairs as gp
 from gpu_demo.decode import RoundEvent, autoregressive, check_prompt_and_length, speculative
+from gpu_demo.live.queue import TurnQueue, decode_threads
 from gpu_demo.sampler import SamplingConfig, check_sampling
 from specdec_core.repeats import check_repeats, race_order, sweep_order
-from ui.live.queue import TurnQueue, decode_threads
 
 # --------------------------------------------------------------------------------------------- pairs
 

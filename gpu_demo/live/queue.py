@@ -1,8 +1,9 @@
-"""The live page's shared-resource plumbing, free of Streamlit (unit-tested on its own).
+"""The live session's shared-resource plumbing, free of Streamlit (unit-tested on its own).
 
 One Streamlit server serves a classroom, and a model's KV cache is mutable state, so only one run at a
 time may use a device. :class:`TurnQueue` is a FIFO line: the head holds the device, the others see their
-position; a run that is interrupted leaves the line in a ``finally``. :class:`Throttle` limits mid-run
+position; a run that is interrupted leaves the line in a ``finally``; :func:`device_queue` is the one line per
+device (the live page's pairs and the roofline page's probe). :class:`Throttle` limits mid-run
 redraws; :func:`decode_threads` pins CPU decoding to one intra-op thread for the duration of a run.
 """
 
@@ -80,6 +81,16 @@ class TurnQueue:
 _threads_lock = threading.Lock()
 _threads_users = 0
 _threads_saved = 0
+
+
+_DEVICE_QUEUES: dict[str, TurnQueue] = {}
+_DEVICE_QUEUES_LOCK = threading.Lock()
+
+
+def device_queue(device: str) -> TurnQueue:
+    """The one FIFO line for a device ('cpu' or 'cuda') in this process, shared by every pair and by the probe."""
+    with _DEVICE_QUEUES_LOCK:
+        return _DEVICE_QUEUES.setdefault(device, TurnQueue())
 
 
 @contextmanager
