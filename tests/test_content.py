@@ -48,6 +48,14 @@ def test_solutions_end_at_the_answer(seed):
             assert f"= {ans:.3f} tokens per pass" in text
         elif d.kind == "exact_rule":
             assert f"{ans} emits exactly p" in text
+        elif d.kind == "kv_batch":
+            assert "B_KV     = " in text and text.splitlines()[4].endswith(f"= {ans:.1f}")
+        elif d.kind == "rollback_pages":
+            assert f"= {ans} page(s)" in text
+        elif d.kind == "sample_compare":
+            assert f"= {ans:.4f} more acceptance per draft token" in text
+        elif d.kind == "tree_mask":
+            assert text.splitlines()[2].endswith(f"= {ans}")
         else:
             assert text.endswith(
                 f"{ans} is faster: {max(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"
