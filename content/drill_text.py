@@ -147,7 +147,8 @@ def _sol_crossover(d: dict) -> list[str]:
         f"          ({k:g} FLOP per weight byte per token; weight-dominated linear layers)",
         f"cross   = {r:.0f} / {k * (g + 1):g} = {b:.1f}",
         "above this batch verification is compute-bound",
-        "(a roofline crossover, not a measured speedup boundary)",
+        "(the weights' roofline crossover, not a measured speedup boundary: at long context the KV reads, "
+        "context x batch, keep v near 1 past it; see the KV-reads drill)",
     ]
 
 
