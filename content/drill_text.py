@@ -11,9 +11,11 @@ from collections.abc import Callable
 import numpy as np
 
 from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
-from specdec_core.drills import Drill, break_even_of, rule_tv, speedup_of
-from specdec_core.rejection import acceptance_rate, accepted_mass, total_variation
-from specdec_core.roofline import HARDWARE, MODE_LABELS, crossover_batch, flops_per_weight_byte, ridge
+from specdec_core.drills import Drill, break_even_of, kv_batch_of, rule_tv, sample_compare_gap, speedup_of, tree_mask_of
+from specdec_core.paged_kv import pages_freed, pages_held
+from specdec_core.rejection import acceptance_rate, accepted_mass, match_acceptance, matched_mass, total_variation
+from specdec_core.roofline import HARDWARE, MODE_LABELS, bytes_per_weight, crossover_batch, flops_per_weight_byte, ridge
+from specdec_core.steptime import KV_LABELS, KV_PRECISIONS, SHAPES
 
 FORMULAS: dict[str, str] = {
     "tokens": r"\mathbb{E}[N] = \frac{1-\alpha^{\gamma+1}}{1-\alpha}",
@@ -31,6 +33,12 @@ FORMULAS: dict[str, str] = {
     "tree_tokens": r"\mathbb{E}[N] = 1 + \sum_{d=1}^{D} \prod_{i=1}^{d} S(b_i),\quad S(b) = a_1 + \dots + a_b",
     "exact_rule": r"\text{keep } x_i \text{ w.p. } \min\!\Big(1, \frac{r_{i-1}(x_i)}{q_i(x_i)}\Big),\quad "
                   r"r_i = \frac{(r_{i-1} - q_i)_+}{\lVert (r_{i-1} - q_i)_+ \rVert_1},\quad r_0 = p",
+    "kv_batch": r"B^{KV} = \frac{P_{\text{lin}} \cdot \text{bytes/weight}}{L \cdot 2\, n_{\text{layers}}\, "
+                r"n_{\text{kv heads}}\, d_{\text{head}} \cdot \text{bytes/element}}",
+    "rollback_pages": r"\text{freed} = \Big\lceil \frac{n+\gamma}{P} \Big\rceil - \Big\lceil \frac{n+k}{P} \Big\rceil",
+    "sample_compare": r"\sum_x \min(p(x), q(x)) - \sum_x p(x)\,q(x) \;\ge\; 0",
+    "tree_mask": r"M_{ij} = [\,j \in \text{ancestors}(i) \cup \{i\}\,],\quad \sum_{ij} M_{ij} = "
+                 r"\sum_i \text{depth}(i) = \sum_{d=1}^{D} d \prod_{i \le d} b_i",
 }
 RULE_TEXT: dict[str, str] = {
     "iid": "draw both candidates i.i.d. from q; keep candidate i w.p. min(1, r/q), and after each rejection "
@@ -139,7 +147,8 @@ def _sol_crossover(d: dict) -> list[str]:
         f"          ({k:g} FLOP per weight byte per token; weight-dominated linear layers)",
         f"cross   = {r:.0f} / {k * (g + 1):g} = {b:.1f}",
         "above this batch verification is compute-bound",
-        "(a roofline crossover, not a measured speedup boundary)",
+        "(the weights' roofline crossover, not a measured speedup boundary: at long context the KV reads, "
+        "context x batch, keep v near 1 past it; see the KV-reads drill)",
     ]
 
 
@@ -190,6 +199,65 @@ def _sol_exact_rule(d: dict) -> list[str]:
     ]
 
 
+def _sol_kv_batch(d: dict) -> list[str]:
+    m, L, kv = SHAPES[d["model"]], d["context"], d["kv"]
+    e = KV_PRECISIONS[kv][0]
+    w = m.linear_params * bytes_per_weight(d["mode"])
+    b = kv_batch_of(d)
+    return [
+        f"{m.name}: {m.layers} layers, {m.kv_heads} KV heads of {m.head_dim}, {KV_LABELS[kv]} ({e:g} byte/element)",
+        f"KV/token = 2 x {m.layers} x {m.kv_heads} x {m.head_dim} x {e:g} = {m.kv_bytes(kv):,.0f} bytes (K and V)",
+        f"KV/seq   = {L:,} x {m.kv_bytes(kv):,.0f} = {L * m.kv_bytes(kv) / 1e6:,.1f} MB read per step",
+        f"weights  = {m.linear_params / 1e9:.3f}e9 x {bytes_per_weight(d['mode']):g} = {w / 1e9:.2f} GB read per step"
+        + (" (the embedding table is a gather, left out)" if m.embedding_params else ""),
+        f"B_KV     = {w / 1e9:.2f} GB / {L * m.kv_bytes(kv) / 1e6:,.1f} MB = {b:.1f}",
+        f"past B = {b:.1f} the step reads more KV than weights; doubling the context halves it",
+        "past it a draft's c rises toward its KV bytes per token over the target's (MagicDec: the draft's KV is "
+        "the large-batch, long-context bottleneck)",
+    ]
+
+
+def _sol_rollback_pages(d: dict) -> list[str]:
+    n, g, k, page = d["cached"], d["gamma"], d["accepted"], d["page"]
+    return [
+        f"n = {n} cached, gamma = {g} drafts written, k = {k} accepted, r = {g - k} rolled back, P = {page}",
+        f"before  : {n} + {g} = {n + g} slots -> ceil({n + g} / {page}) = {pages_held(n + g, page)} pages",
+        f"after   : {n} + {k} = {n + k} slots -> ceil({n + k} / {page}) = {pages_held(n + k, page)} pages",
+        f"freed   = {pages_held(n + g, page)} - {pages_held(n + k, page)} = {pages_freed(n, g, k, page)} page(s)",
+        "rollback only moves the sequence length back; no KV is copied, and slots in a kept page are overwritten "
+        "next round",
+    ]
+
+
+def _sol_sample_compare(d: dict) -> list[str]:
+    p, q = d["p"], d["q"]
+    pq = np.round(matched_mass(p, q), 6)
+    mins = accepted_mass(p, q)
+    alpha, match = float(acceptance_rate(p, q)), float(match_acceptance(p, q))
+    return [
+        f"p = {p}, q = {q}",
+        f"min(1, p/q) keeps sum min(p, q) = {' + '.join(f'{x:g}' for x in mins)} = {alpha:.4f}",
+        f"sample-and-compare keeps sum p q = {' + '.join(f'{x:g}' for x in pq)} = {match:.4f}",
+        f"gap     = {alpha:.4f} - {match:.4f} = {sample_compare_gap(d):.4f} more acceptance per draft token",
+        "both emit exactly p; p q <= min(p, q) since max(p, q) <= 1, so min(1, p/q) never keeps less",
+    ]
+
+
+def _sol_tree_mask(d: dict) -> list[str]:
+    b = d["branching"]
+    width = np.cumprod(b)
+    mask = tree_mask_of(d)
+    n = mask.shape[0]
+    return [
+        f"branching {b}: nodes per depth {', '.join(map(str, width))}, N = {n}",
+        "row i allows node i and its ancestors: depth(i) entries",
+        "allowed = " + " + ".join(f"{d_ + 1} x {w}" for d_, w in enumerate(width)) + f" = {int(mask.sum())}",
+        f"of N^2 = {n * n} entries ({mask.sum() / (n * n):.0%}); a causal mask would allow N (N + 1) / 2 = "
+        f"{n * (n + 1) // 2}",
+        "the cached prefix (and the root) stays visible to every node; only the block among the nodes is a tree",
+    ]
+
+
 SOLUTIONS: dict[str, Callable[[dict], list[str]]] = {
     "tokens": _sol_tokens,
     "speedup": _sol_speedup,
@@ -200,6 +268,10 @@ SOLUTIONS: dict[str, Callable[[dict], list[str]]] = {
     "compare": _sol_compare,
     "tree_tokens": _sol_tree_tokens,
     "exact_rule": _sol_exact_rule,
+    "kv_batch": _sol_kv_batch,
+    "rollback_pages": _sol_rollback_pages,
+    "sample_compare": _sol_sample_compare,
+    "tree_mask": _sol_tree_mask,
 }
 
 
@@ -256,5 +328,32 @@ def prompt(drill: Drill) -> str:
         return (
             f"Target p = {d['p']}, draft q = {d['q']}, {d['k']} candidates per position. A: {RULE_TEXT[d['A']]}. "
             f"B: {RULE_TEXT[d['B']]}. Which one emits exactly p? Answer A or B."
+        )
+    if kind == "kv_batch":
+        m = SHAPES[d["model"]]
+        return (
+            f"{m.name} ({m.linear_params / 1e9:.3f}e9 linear weights, each read once per step, "
+            f"{MODE_LABELS[d['mode']]}; {m.layers} layers, {m.kv_heads} KV heads of {m.head_dim}) decodes every "
+            f"sequence at context L = {d['context']:,}, its KV cache in {d['kv'].upper()} "
+            f"({KV_PRECISIONS[d['kv']][0]:g} byte(s) per element). At which batch B do one decode step's KV-cache "
+            "reads equal its weight reads?"
+        )
+    if kind == "rollback_pages":
+        return (
+            f"A paged KV cache uses pages of P = {d['page']} token slots. A sequence has n = {d['cached']} tokens "
+            f"cached; the verify pass writes the KV of gamma = {d['gamma']} drafts, and {d['accepted']} are accepted. "
+            "How many pages go back to the free list when the rejected ones are rolled back?"
+        )
+    if kind == "sample_compare":
+        return (
+            f"Target p = {d['p']}, draft q = {d['q']}. Sample-and-compare draws y ~ p apart from the draft's x ~ q "
+            "and keeps x only if y = x; speculative sampling keeps x with probability min(1, p(x)/q(x)). Both emit "
+            "exactly p. How much higher is the speculative rule's acceptance (its alpha minus sample-and-compare's)?"
+        )
+    if kind == "tree_mask":
+        return (
+            f"A draft tree has {', '.join(map(str, d['branching']))} children per node at depth "
+            f"{', '.join(str(i) for i in range(len(d['branching'])))} respectively (depth 0 is the root). In the "
+            "verify pass's attention mask, how many entries of the N x N block among the tree's nodes are allowed?"
         )
     return f"Which is faster? A: {_cfg_text(d['A'])}. B: {_cfg_text(d['B'])}. Answer A or B."

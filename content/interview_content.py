@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from content.interview_senior import SENIOR_FLASHCARDS, SENIOR_QUESTIONS
+from content.interview_senior import CONTEXT_NOTE, LONG, SENIOR_FLASHCARDS, SENIOR_QUESTIONS, SHORT, kv_batch
 from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
 from specdec_core.drills import Drill
 from specdec_core.rejection import acceptance_rate
@@ -125,7 +125,9 @@ CHECKLIST: tuple[ChecklistItem, ...] = (
         "The gamma c cost term, and a batch size attached to any speedup",
         "Drafting is not free: each of the gamma draft tokens costs c target steps and verification "
         "costs v, so the speedup is E[N] / (gamma c + v). A speedup measured at batch 1 says little "
-        "at batch 128, where verification stops riding on idle compute and v grows.",
+        "at batch 128, where verification stops riding on idle compute and v grows, nor at long context, where KV "
+        f"reads (context x batch) pass the weight reads from B = {kv_batch(SHORT):.0f} at {SHORT // 1024}k tokens "
+        f"but B = {kv_batch(LONG):.0f} at {LONG // 1024}k (Llama-3.1-8B), keep v near 1 and push the draft's c up.",
         Link(
             "views/roofline.py",
             {"hw": "H100 SXM", "mode": "bf16", "gamma": "3", "batch": "128"},
@@ -289,13 +291,14 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
                 "B (gamma + 1) reaches the ridge, so verifying costs real time",
                 True,
                 "At small batch a decode step is bandwidth-bound and compute is idle; once the "
-                "verification intensity B (gamma + 1) passes the ridge, v grows with gamma + 1.",
+                "verification intensity B (gamma + 1) passes the ridge, v grows with gamma + 1. Context moves "
+                f"this: {CONTEXT_NOTE}.",
             ),
             Option(
                 "The draft model cannot be batched the way the target can",
                 False,
-                "A draft batches, but its own KV reads grow with batch and context, so c rises; what flips "
-                "the sign is the verify pass reaching the compute roof.",
+                "A draft batches, but its own KV reads grow with batch and context, so c rises; at short context "
+                "what flips the sign is the verify pass reaching the compute roof.",
             ),
         ),
     ),
@@ -376,7 +379,7 @@ FLASHCARDS: tuple[Flashcard, ...] = (
     Flashcard(
         "Modelled speedup",
         r"\text{speedup} = \frac{\mathbb{E}[N]}{\gamma c + v}",
-        "c and v in target decode steps; v = 1 is an assumption, measure it at your batch.",
+        "c and v in target decode steps; v = 1 is an assumption, measure both at your batch and context length.",
     ),
     Flashcard(
         "Acceptance rule for a draft token x ~ q",
@@ -412,7 +415,9 @@ FLASHCARDS: tuple[Flashcard, ...] = (
     Flashcard(
         "Verification intensity and crossover batch",
         r"I = k\,B\,(\gamma+1),\qquad B^\times = \frac{I^*}{k\,(\gamma+1)}",
-        "k = 1 in BF16; k = 2 with 8-bit weights (FP8, or W8A16 at the BF16 ridge, which halves B).",
+        "k = 1 in BF16; k = 2 with 8-bit weights (FP8, or W8A16 at the BF16 ridge, which halves B). Weights only: "
+        f"KV reads grow with context x batch and pass the weights at B = {kv_batch(SHORT):.0f} for {SHORT // 1024}k "
+        f"tokens, {kv_batch(LONG):.0f} for {LONG // 1024}k (Llama-3.1-8B).",
     ),
 ) + tuple(Flashcard(*card) for card in SENIOR_FLASHCARDS)  # content.interview_senior
 
@@ -423,8 +428,8 @@ FLASHCARDS: tuple[Flashcard, ...] = (
 THIRTY_SECOND_ANSWER = (
     "A draft proposes gamma tokens; the target verifies them in one pass. Each pass yields one plus the summed "
     "prefix-survival chances, at most gamma + 1; divide by gamma c + v for the speedup. Accepting with "
-    "min(1, p/q) and resampling from (p - q)+ keeps the target's distribution exactly. Large batches make "
-    "verification costly enough to slow decoding."
+    "min(1, p/q) and resampling from (p - q)+ keeps the target's distribution exactly. Large short-context "
+    "batches make verification costly enough to slow decoding."
 )
 
 # Each phrase appears word for word in the answer, in the answer's order.
@@ -436,7 +441,7 @@ KEY_PHRASES: tuple[str, ...] = (
     "min(1, p/q)",
     "(p - q)+",
     "the target's distribution exactly",
-    "large batches make verification costly enough to slow decoding",
+    "short-context batches make verification costly enough to slow decoding",
 )
 
 MAX_WORDS = 60
@@ -458,8 +463,8 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
         1,
         Link("views/home.py"),
         "Why can the target check several draft tokens for about the price of one?",
-        "At small batch a decode step spends its time reading weights from memory; scoring gamma + 1 "
-        "positions reuses the same weight read, so the extra arithmetic rides on idle compute.",
+        "At small batch a decode step spends its time reading weights (and, at long context, the KV cache) from "
+        "memory; scoring gamma + 1 positions reuses the same reads, so the extra arithmetic rides on idle compute.",
     ),
     WalkStep(
         "The seed's worked case",
@@ -516,7 +521,9 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
         2,
         Link("views/roofline.py", {"hw": "H100 SXM", "mode": "bf16", "gamma": "3"}),
         "On an H100 SXM in BF16 with gamma = 3, at which batch does verification reach the ridge?",
-        "B = ridge / (gamma + 1) = {crossover:.1f}, about 74: beyond it, extra draft tokens cost real compute.",
+        "B = ridge / (gamma + 1) = {crossover:.1f}, about 74: beyond it, extra draft tokens cost real compute. "
+        "That counts the weights alone: KV reads grow with context x batch and the gamma + 1 positions share them, "
+        "so at long context v rises later and the draft's own KV reads become the cost to watch (MagicDec).",
         ("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "bf16"}),
     ),
     WalkStep(
@@ -525,7 +532,8 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
         Link("views/roofline.py", {"hw": "H100 SXM", "mode": "w8a16", "gamma": "3"}),
         "Now store weights in 8 bits but compute in BF16. Does the crossover batch go up, down or stay?",
         "It halves, to {crossover:.1f}: each weight byte now feeds 2 FLOPs per token, but the ridge is "
-        "still the BF16 one. Native FP8 doubles the ridge too, so it stays near 74.",
+        "still the BF16 one. Native FP8 doubles the ridge too, so it stays near 74. Context does not enter this "
+        "weights-only crossover; the KV reads, growing with context x batch, come on top.",
         ("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "w8a16"}),
     ),
     WalkStep(
@@ -542,8 +550,9 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
         1,
         Link("views/interview.py", {"part": "Drills"}),
         "Answer one numeric drill without the app's help, then check the worked solution.",
-        "The drills are graded within 1% (or 0.005), and a crossover batch may be either whole number beside "
-        "the exact value. Your first answer is the score; the worked solution shows after it.",
+        "The drills are graded within 1% (or 0.005), and a batch (a crossover, or where KV reads overtake the "
+        "weights at a given context) may be either whole number beside the exact value. Your first answer is the "
+        "score; the worked solution shows after it.",
     ),
 )
 

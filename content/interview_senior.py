@@ -2,7 +2,8 @@
 turn it off, KV mechanics, long context, the two exact verification rules, and what "lossless" means in floating
 point. Plain data: concept questions as (key, trap, question, ((option, correct, why), ...)) and flashcards as
 (front, latex, note); content.interview_content builds its ConceptQuestion and Flashcard objects from them and
-appends them to its own (this module imports nothing from it, so there is no cycle).
+appends them to its own (this module imports nothing from it, so there is no cycle). The numbers about context
+(CONTEXT_NOTE and the functions above it) come from specdec_core's step-time model, never typed in.
 
 Facts, with where they come from: vLLM's speculative_config (docs: "method", "model", "num_speculative_tokens",
 "prompt_lookup_max"); SGLang's --speculative-algorithm / -num-steps / -eagle-topk / -num-draft-tokens (server
@@ -14,6 +15,44 @@ hardware numerics".
 """
 
 from __future__ import annotations
+
+from specdec_core.roofline import HARDWARE
+from specdec_core.steptime import SHAPES, best_gamma_for_shape, kv_read_batch, spec_curve
+
+# Context in the keyed answers: numbers from the step-time model for Llama-3.1-8B with the Llama-3.2-1B draft on an
+# H100 SXM in BF16, gamma 3, alpha 0.8 (the issue's case), at a short and a long context.
+_T, _D, _HW = SHAPES["Llama-3.1-8B"], SHAPES["Llama-3.2-1B (draft)"], HARDWARE["H100 SXM"]
+SHORT, LONG = 2048, 16384
+
+
+def kv_batch(context: int) -> float:
+    """B where the 8B target's KV reads per step overtake its weight reads: W / (L x KV bytes per token)."""
+    return float(kv_read_batch(_T, "bf16", context))
+
+
+def v_at(context: int, batch: float) -> float:
+    """The verify pass's v(gamma = 3, B) at this context."""
+    return float(spec_curve(_T, _D, _HW, "bf16", 3, 0.8, context, batch).v)
+
+
+def c_at(context: int, batch: float) -> float:
+    """The 1B draft's c(B) at this context."""
+    return float(spec_curve(_T, _D, _HW, "bf16", 3, 0.8, context, batch).c)
+
+
+def best_gamma_at(context: int, batch: float) -> int:
+    """The best gamma (0 to 16) at this batch and context, v(gamma) re-priced."""
+    return best_gamma_for_shape(_T, _D, _HW, "bf16", 0.8, context, batch)[0]
+
+
+CONTEXT_NOTE = (  # one sentence the keyed answers share
+    f"KV reads grow with context x batch and pass the weight reads at B = {kv_batch(SHORT):.0f} for "
+    f"{SHORT // 1024}k tokens but B = {kv_batch(LONG):.0f} for {LONG // 1024}k (Llama-3.1-8B); the gamma + 1 "
+    f"positions share them, so at {LONG // 1024}k v is only {v_at(LONG, 256):.2f} at B = 256 (against "
+    f"{v_at(SHORT, 256):.2f} at {SHORT // 1024}k), while the draft's own KV reads push c from "
+    f"{c_at(SHORT, 1):.2f} toward its KV ratio, {_D.kv_bytes() / _T.kv_bytes():.2f} (MagicDec: the draft's KV is "
+    "the large-batch, long-context bottleneck)"
+)
 
 SENIOR_QUESTIONS: tuple[tuple, ...] = (
     (
@@ -83,7 +122,10 @@ SENIOR_QUESTIONS: tuple[tuple, ...] = (
             ("Shrink gamma, or switch drafting off, as batch grows", True,
                    "The best gamma falls with batch (roofline page); controllers choose it per step from measured "
                    "goodput (SmartSpec) or disable speculation above a batch size (vLLM once had "
-                   "speculative_disable_by_batch_size)."),
+                   "speculative_disable_by_batch_size). Context sets how fast: in the step-time model (8B target, "
+                   f"1B draft, H100, alpha 0.8) the best gamma at batch 200 is {best_gamma_at(SHORT, 200)} at "
+                   f"{SHORT // 1024}k tokens and {best_gamma_at(LONG, 200)} at {LONG // 1024}k, where KV reads "
+                   "keep the verify pass memory-bound."),
         ),
     ),
     (
@@ -196,7 +238,8 @@ SENIOR_FLASHCARDS: tuple[tuple[str, str, str], ...] = (
         "Goodput of a batched server",
         r"\text{goodput} = \frac{B\ \mathbb{E}[N]}{t_\text{draft} + t_\text{verify}}\quad\text{vs}\quad "
         r"\frac{B}{t_\text{decode}}",
-        "Turn speculation off where the right side wins; the best gamma falls with batch.",
+        "Turn speculation off where the right side wins; the best gamma falls with batch, more slowly at long "
+        "context, where KV reads (context x batch) keep the verify pass memory-bound and the draft's KV sets c.",
     ),
     (
         "Tree E[N] under positional acceptance",

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from gpu_demo.drafters import ModelDrafter, prefill_all_but_last
 from gpu_demo.models.base import DecoderLM
 from gpu_demo.sampler import SamplingConfig, logits_to_probs
-from specdec_core.trees import Tree
+from specdec_core.trees import Tree, ancestor_mask
 
 # ------------------------------------------------------------------------------------------------ the shape
 
@@ -41,13 +41,8 @@ def prune(tree: Tree, max_depth: int) -> Tree:
 
 @functools.lru_cache(maxsize=64)
 def ancestors(tree: Tree) -> torch.Tensor:
-    """(n, n) bool: entry (i, j) when node j is node i or one of its ancestors."""
-    n = tree.n_nodes
-    anc = torch.eye(n, dtype=torch.bool)
-    for j, par in enumerate(tree.parent):
-        if par >= 0:
-            anc[j] |= anc[par]
-    return anc
+    """(n, n) bool: entry (i, j) when node j is node i or one of its ancestors (specdec_core.trees.ancestor_mask)."""
+    return torch.from_numpy(ancestor_mask(tree))
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup, step_cost
-from specdec_core.rejection import total_variation
-from specdec_core.roofline import HARDWARE, flops_per_weight_byte, ridge
+from specdec_core.paged_kv import pages_freed, pages_held
+from specdec_core.rejection import acceptance_rate, match_acceptance, total_variation
+from specdec_core.roofline import HARDWARE, bytes_per_weight, flops_per_weight_byte, ridge
+from specdec_core.steptime import KV_PRECISIONS, SHAPES, kv_read_batch
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def _alpha_pq(d: dict) -> list[Mistake]:
     return [
         Mistake("TV(p, q), the mass that is rejected: alpha is 1 - TV = sum min(p, q)", tv),
         Mistake("sum p x q, the chance two independent draws agree: acceptance keeps min(p, q) of each token",
-                float(p @ q)),
+                float(match_acceptance(p, q))),
         Mistake("sum max(p, q) = 1 + TV: alpha sums the smaller of the two", float(np.maximum(p, q).sum())),
         Mistake("sum |p - q| without the half: that is 2 TV", 2.0 * tv),
     ]
@@ -151,10 +153,71 @@ def _exact_rule(d: dict) -> list[Mistake]:
     return [Mistake(f"the tempting rule {side}, which {_RULE_FLAWS[wrong]}", side)]
 
 
+def _kv_batch(d: dict) -> list[Mistake]:
+    m = SHAPES[d["model"]]
+    b = float(kv_read_batch(m, d["mode"], d["context"], d["kv"]))
+    return [
+        Mistake("K alone: the cache holds K and V, 2 x layers x kv_heads x head_dim x bytes per token", 2.0 * b),
+        Mistake(f"every query head cached: with grouped-query attention only the {m.kv_heads} KV heads are, "
+                f"{m.group:g}x fewer than the query heads", b / m.group),
+        Mistake("the whole parameter count as weights read: the input embedding table is a gather of a few rows, "
+                "not a weight read per step", b * m.params / m.linear_params),
+        Mistake("an FP8 KV cache priced at 2 bytes per element: FP8 is 1 byte, which doubles the batch",
+                b * KV_PRECISIONS[d["kv"]][0] / 2.0),
+        Mistake("B x L, the tokens of KV whose bytes match the weights: divide by the context L for the batch (it "
+                "falls as 1 / L)",
+                m.linear_params * bytes_per_weight(d["mode"]) / m.kv_bytes(d["kv"])),
+    ]
+
+
+def _rollback_pages(d: dict) -> list[Mistake]:
+    n, g, k, page = d["cached"], d["gamma"], d["accepted"], d["page"]
+    r = g - k
+    return [
+        Mistake("the rejected tokens, not pages: a page goes back to the free list only when none of its slots "
+                "is still in use", r),
+        Mistake(f"ceil(r / P), as if the rejected slots filled pages of their own: they start at slot "
+                f"(n + k) mod P = {(n + k) % page} of a page the accepted tokens keep", -(-r // page)),
+        Mistake("all gamma drafts rolled back: the k accepted ones stay, so the length moves back to n + k, not n",
+                pages_freed(n, g, 0, page)),
+        Mistake("every page the sequence holds: only the tail pages left empty are freed",
+                pages_held(n + g, page)),
+    ]
+
+
+def _sample_compare(d: dict) -> list[Mistake]:
+    p, q = np.asarray(d["p"]), np.asarray(d["q"])
+    alpha, match = float(acceptance_rate(p, q)), float(match_acceptance(p, q))
+    return [
+        Mistake("0: both rules are exact, but exactness fixes the law emitted, not how often a draft is kept", 0.0),
+        Mistake("sample-and-compare's own acceptance, sum p x q: the question asks how much more min(1, p/q) "
+                "keeps", match),
+        Mistake("min(1, p/q)'s own acceptance, sum min(p, q) = 1 - TV: subtract sample-and-compare's sum p x q",
+                alpha),
+        Mistake("TV(p, q), the mass min(1, p/q) rejects: the gap is sum min(p, q) - sum p x q",
+                float(total_variation(p, q))),
+    ]
+
+
+def _tree_mask(d: dict) -> list[Mistake]:
+    b = np.asarray(d["branching"])
+    width = np.cumprod(b)                                  # (D,) nodes at each depth
+    n, allowed = int(width.sum()), int((width * np.arange(1, b.size + 1)).sum())
+    return [
+        Mistake("a causal mask, N (N + 1) / 2: in a tree siblings and cousins must not see each other, a node "
+                "sees only itself and its ancestors", n * (n + 1) // 2),
+        Mistake("N^2, no mask at all: a node sees only itself and its ancestors", n * n),
+        Mistake("N, the diagonal alone: a node also sees its ancestors, depth(i) entries in row i", n),
+        Mistake("each node's ancestors without the node itself: row i has depth(i) entries, itself included",
+                allowed - n),
+    ]
+
+
 _MISTAKES: dict[str, Callable[[dict], list[Mistake]]] = {
     "tokens": _tokens, "speedup": _speedup_cfg, "best_gamma": _best_gamma, "break_even": _break_even,
     "crossover": _crossover, "alpha_pq": _alpha_pq, "compare": _compare, "tree_tokens": _tree_tokens,
-    "exact_rule": _exact_rule,
+    "exact_rule": _exact_rule, "kv_batch": _kv_batch, "rollback_pages": _rollback_pages,
+    "sample_compare": _sample_compare, "tree_mask": _tree_mask,
 }
 
 

@@ -6,9 +6,9 @@ set: everyone who uses the same seed gets the same drills, which lets a teacher 
 A drill's words (prompt, formula, worked solution) are prose and live in ``content.drill_text``.
 
 Grading: a numeric answer x is right when |x - answer| <= max(REL_TOL * |answer|, ABS_TOL);
-a crossover batch is also right as either integer beside the exact value (a batch is whole requests);
-an integer answer (the best gamma) must be exact; a choice ("A" or "B") must match. A comma in a number
-is refused and asked again ('1,57' could be 1.57 or 157).
+a batch (a crossover, the batch where KV reads take over) is also right as either integer beside the exact value
+(a batch is whole requests); an integer answer (the best gamma, pages freed, mask entries) must be exact; a
+choice ("A" or "B") must match. A comma in a number is refused and asked again ('1,57' could be 1.57 or 157).
 """
 
 from __future__ import annotations
@@ -24,17 +24,19 @@ import numpy as np
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup, step_cost
 from specdec_core.drill_mistakes import mistakes
 from specdec_core.multidraft import multidraft_distribution
-from specdec_core.rejection import acceptance_rate
+from specdec_core.paged_kv import pages_freed
+from specdec_core.rejection import acceptance_rate, match_acceptance
 from specdec_core.roofline import HARDWARE, crossover_batch
-from specdec_core.trees import branching_tree, expected_accepted_length
+from specdec_core.steptime import SHAPES, kv_read_batch
+from specdec_core.trees import ancestor_mask, branching_tree, expected_accepted_length
 from specdec_core.typical import SAMPLED, TOP, typical_distribution
 
 REL_TOL = 0.01          # 1 % of the exact value ...
 ABS_TOL = 0.005         # ... or 0.005, whichever is larger
 CLASSROOM_SEED = "classroom"
 TOLERANCE_TEXT = (
-    "within 1% of the exact value or 0.005, whichever is larger; a best gamma must be exact; a crossover "
-    "batch may also be either whole number beside the exact value"
+    "within 1% of the exact value or 0.005, whichever is larger; a whole-number answer (best gamma, pages, "
+    "mask entries) must be exact; a batch may also be either whole number beside the exact value"
 )
 
 _ALPHAS = np.round(np.arange(0.50, 0.951, 0.05), 2)   # 0.50, 0.55, ..., 0.95
@@ -52,7 +54,8 @@ class Drill:
     @property
     def answer_type(self) -> str:
         """'number', 'integer' or 'choice'."""
-        return {"best_gamma": "integer", "compare": "choice", "exact_rule": "choice"}.get(self.kind, "number")
+        return {"best_gamma": "integer", "rollback_pages": "integer", "tree_mask": "integer", "compare": "choice",
+                "exact_rule": "choice"}.get(self.kind, "number")
 
     def answer(self) -> float | int | str:
         """The exact answer, from specdec_core."""
@@ -188,6 +191,46 @@ def _gen_exact_rule(rng: np.random.Generator) -> dict:
             return {"p": p, "q": q, "k": 2, "A": a, "B": b}
 
 
+_CONTEXTS = (2048, 4096, 8192, 16384, 32768)
+_PAGE_SIZES = (8, 16, 32)                                   # vLLM's default block is 16 tokens
+
+
+def _gen_kv_batch(rng: np.random.Generator) -> dict:
+    """A model of SHAPES (BF16 weights), a context and a KV-cache precision."""
+    return {"model": str(rng.choice(sorted(SHAPES))), "context": int(rng.choice(_CONTEXTS)),
+            "mode": "bf16", "kv": str(rng.choice(("bf16", "fp8")))}
+
+
+def _gen_rollback_pages(rng: np.random.Generator) -> dict:
+    """n cached tokens, gamma drafts, k < gamma - 1 accepted (at least 2 rejected), page size P; half the drills
+    free a page, half free none."""
+    frees = bool(rng.random() < 0.5)
+    while True:
+        g = int(rng.integers(3, 9))
+        d = {"cached": int(rng.integers(10, 400)), "gamma": g, "accepted": int(rng.integers(0, g - 1)),
+             "page": int(rng.choice(_PAGE_SIZES))}
+        if (pages_freed(**d) > 0) == frees:
+            return d
+
+
+def _gen_sample_compare(rng: np.random.Generator) -> dict:
+    """p and q over 3 or 4 tokens in steps of 0.1 (so the answer has two decimals, never a tolerance-edge half),
+    where min(1, p/q) keeps at least 0.02 more than sample-and-compare."""
+    size = int(rng.integers(3, 5))
+    while True:
+        d = {"p": _composition(rng, size, total=10), "q": _composition(rng, size, total=10)}
+        if d["p"] != d["q"] and sample_compare_gap(d) >= 0.02:
+            return d
+
+
+def _gen_tree_mask(rng: np.random.Generator) -> dict:
+    """A branching per depth over 2 or 3 depths, at least one depth branching, at most 40 nodes."""
+    while True:
+        b = [int(rng.integers(1, 4)) for _ in range(int(rng.integers(2, 4)))]
+        if max(b) > 1 and int(np.cumprod(b).sum()) <= 40:
+            return {"branching": b}
+
+
 # --------------------------------------------------------------- answers ----
 def speedup_of(cfg: dict) -> float:
     """E[N] / (gamma c + v) for a configuration {alpha, gamma, c, v}."""
@@ -202,6 +245,21 @@ def break_even_of(d: dict) -> float:
     return float(a)
 
 
+def kv_batch_of(d: dict) -> float:
+    """B where the model's KV reads per step equal its weight reads at this context (steptime.kv_read_batch)."""
+    return float(kv_read_batch(SHAPES[d["model"]], d["mode"], d["context"], d["kv"]))
+
+
+def sample_compare_gap(d: dict) -> float:
+    """sum min(p, q) - sum p q: the acceptance min(1, p/q) keeps over sample-and-compare (both exact)."""
+    return float(acceptance_rate(d["p"], d["q"])) - float(match_acceptance(d["p"], d["q"]))
+
+
+def tree_mask_of(d: dict) -> np.ndarray:
+    """The (N, N) tree attention mask of the drill's branching tree (trees.ancestor_mask)."""
+    return ancestor_mask(branching_tree(d["branching"]))
+
+
 _ANSWERS: dict[str, Callable[[dict], float | int | str]] = {
     "tokens": lambda d: float(expected_tokens(d["alpha"], d["gamma"])),
     "speedup": speedup_of,
@@ -212,6 +270,10 @@ _ANSWERS: dict[str, Callable[[dict], float | int | str]] = {
     "compare": lambda d: "A" if speedup_of(d["A"]) > speedup_of(d["B"]) else "B",
     "tree_tokens": lambda d: expected_accepted_length(branching_tree(d["branching"]), d["rates"]),
     "exact_rule": lambda d: "A" if rule_tv(d["A"], d["p"], d["q"], d["k"]) < 1e-12 else "B",
+    "kv_batch": kv_batch_of,
+    "rollback_pages": lambda d: pages_freed(d["cached"], d["gamma"], d["accepted"], d["page"]),
+    "sample_compare": sample_compare_gap,
+    "tree_mask": lambda d: int(tree_mask_of(d).sum()),
 }
 
 
@@ -220,14 +282,28 @@ _GENERATORS: dict[str, Callable[[np.random.Generator], dict]] = {
     "tokens": _gen_tokens, "speedup": _gen_speedup, "best_gamma": _gen_best_gamma,
     "break_even": _gen_break_even, "crossover": _gen_crossover, "alpha_pq": _gen_alpha_pq,
     "compare": _gen_compare, "tree_tokens": _gen_tree_tokens, "exact_rule": _gen_exact_rule,
+    # what a senior interviewer probes next: long context, paged KV, exact rules compared, tree masks
+    "kv_batch": _gen_kv_batch, "rollback_pages": _gen_rollback_pages, "sample_compare": _gen_sample_compare,
+    "tree_mask": _gen_tree_mask,
 }
 DRILL_KINDS: tuple[str, ...] = tuple(_GENERATORS)
+SENIOR_KINDS: tuple[str, ...] = ("kv_batch", "rollback_pages", "sample_compare", "tree_mask")
+DRILL_LEVELS: dict[str, tuple[str, ...]] = {     # the sets the interview page offers, each seeded the same way
+    "All": DRILL_KINDS,
+    "Foundations": tuple(k for k in DRILL_KINDS if k not in SENIOR_KINDS),
+    "Senior": SENIOR_KINDS,
+}
 DRILL_TITLES: dict[str, str] = {
     "tokens": "Expected tokens per pass", "speedup": "Speedup", "best_gamma": "Best draft length",
     "break_even": "Break-even acceptance", "crossover": "Crossover batch", "alpha_pq": "Alpha from p and q",
     "compare": "Which configuration is faster", "tree_tokens": "Expected tokens from a draft tree",
-    "exact_rule": "Which verifier is exact",
+    "exact_rule": "Which verifier is exact", "kv_batch": "Where KV reads take over (long context)",
+    "rollback_pages": "Rollback in a paged KV cache", "sample_compare": "What sample-and-compare gives up",
+    "tree_mask": "Tree attention mask",
 }
+BATCH_KINDS = ("crossover", "kv_batch")          # answers that are a batch: either neighbouring integer passes
+INTEGER_VERDICTS = {"best_gamma": "the best gamma is {}", "rollback_pages": "the rollback frees {} page(s)",
+                    "tree_mask": "the mask allows {} entries"}
 
 
 def make_drill(kind: str, seed: int | str) -> Drill:
@@ -295,9 +371,9 @@ def neighbouring_integers(answer: float) -> tuple[int, ...]:
 
 
 def accepts_whole_batch(drill: Drill, x: float) -> bool:
-    """A crossover drill asks for a batch, a whole number of requests: either integer beside the exact
+    """A batch drill (BATCH_KINDS) asks for a whole number of requests: either integer beside the exact
     (fractional) crossover is accepted, since the crossover lies between them."""
-    return drill.kind == "crossover" and float(x).is_integer() and int(x) in neighbouring_integers(drill.answer())
+    return drill.kind in BATCH_KINDS and float(x).is_integer() and int(x) in neighbouring_integers(drill.answer())
 
 
 def diagnose(drill: Drill, response: str) -> str:
@@ -356,9 +432,9 @@ def grade(drill: Drill, response: str, final: bool = True) -> Grade:
         return Grade(False, False, str(exc))
     if drill.answer_type == "integer":
         return Grade(True, True, "Right.") if x == answer else \
-            _wrong(drill, response, f"Not quite: the best gamma is {answer}.", final)
+            _wrong(drill, response, f"Not quite: {INTEGER_VERDICTS[drill.kind].format(answer)}.", final)
     exact = float(answer)
-    if drill.kind == "crossover":
+    if drill.kind in BATCH_KINDS:
         either = " or ".join(str(b) for b in neighbouring_integers(exact))
         why = f"A batch is a whole number of requests, so {either} (either side of {exact:.4g}) counts as right."
         if within_tolerance(x, exact) or accepts_whole_batch(drill, x):

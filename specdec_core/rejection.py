@@ -44,6 +44,21 @@ def acceptance_rate(p: ArrayLike, q: ArrayLike) -> float | NDArray[np.float64]:
     return scalar_or_array(accepted_mass(p, q).sum(axis=-1))
 
 
+def matched_mass(p: ArrayLike, q: ArrayLike) -> NDArray[np.float64]:
+    """p(x) q(x) per token: the chance sample-and-compare keeps x (x ~ q proposed, y ~ p drawn apart, y = x)."""
+    pa, qa = check_pair(p, q)
+    return pa * qa
+
+
+def match_acceptance(p: ArrayLike, q: ArrayLike) -> float | NDArray[np.float64]:
+    """sum_x p(x) q(x): acceptance of sample-and-compare (draw y ~ p apart from x ~ q, keep x iff y = x, emit y).
+
+    Exact too (it emits y ~ p), but it keeps at most sum min(p, q) = alpha, since p q <= min(p, q); the two are
+    equal when either law is a point mass (a greedy side) or the supports are disjoint.
+    """
+    return scalar_or_array(matched_mass(p, q).sum(axis=-1))
+
+
 def total_variation(p: ArrayLike, q: ArrayLike) -> float | NDArray[np.float64]:
     """TV(p, q) = 1/2 sum_x |p(x) - q(x)| = sum_x (p(x) - q(x))+."""
     pa, qa = check_pair(p, q)

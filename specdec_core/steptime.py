@@ -401,6 +401,21 @@ def speedup_crossing(target: DecoderShape, draft: DecoderShape, hw: Hardware, mo
     return hi
 
 
+def kv_read_batch(shape: DecoderShape, mode: str, context: ArrayLike, kv: str = "bf16") -> float | NDArray[np.float64]:
+    """B where a decode step's KV reads equal its weight reads: B L kv_bytes = P_lin bytes_per_weight.
+
+    It falls as 1 / L: past it the pass is KV-bound. For a draft, c then tends to its KV bytes per token over the
+    target's (MagicDec: the draft's KV is the large-batch, long-context bottleneck). L = 0 gives inf.
+    """
+    check_mode(mode)
+    ctx = check_context(shape, context)
+    per_seq = ctx * shape.kv_bytes(kv)                                  # KV bytes one sequence reads per step
+    weights = shape.linear_params * bytes_per_weight(mode)
+    with np.errstate(divide="ignore"):
+        out = np.where(per_seq > 0, weights / np.where(per_seq > 0, per_seq, 1.0), np.inf)
+    return float(out) if out.ndim == 0 else out
+
+
 def memory_needed_gb(target: DecoderShape, draft: DecoderShape | None, mode: str, batch: ArrayLike,
                      context: ArrayLike, kv: str = "bf16") -> float | NDArray[np.float64]:
     """HBM needed, GB: weights of target (and draft) + B x L x KV bytes per token for each model."""

@@ -204,6 +204,20 @@ def branching_expected_length(branching: Sequence[int], rates: ArrayLike) -> flo
     return 1.0 + float(np.cumprod(s).sum())
 
 
+def ancestor_mask(tree: Tree) -> NDArray[np.bool_]:
+    """(n, n) tree attention mask: entry (i, j) True when node j is node i or one of its ancestors.
+
+    Row i has depth(i) True entries, so the mask allows sum_i depth(i) of its n^2 entries; a causal (chain)
+    mask over the same n slots would allow n (n + 1) / 2, letting siblings see each other.
+    """
+    n = tree.n_nodes
+    anc = np.eye(n, dtype=bool)                                          # (n, n)
+    for j, par in enumerate(tree.parent):
+        if par >= 0:
+            anc[j] |= anc[par]
+    return anc
+
+
 def verify_tokens(tree: Tree) -> int:
     """Tokens per sequence in the verify pass: the root (last accepted token) plus every node."""
     return tree.n_nodes + 1

@@ -84,3 +84,22 @@ def test_thirty_second_countdown_ticks(page, streamlit_url):
     later = int(page.get_by_text("s left").first.inner_text().split()[0])
     assert 30 >= first > later >= first - 4, (first, later)
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_the_senior_set_renders_its_prompts_verbatim_and_grades_a_mask(page, streamlit_url):
+    """?level=Senior: the four senior prompts render as written (the '~' of 'y ~ p' is not strikethrough), and the
+    tree-mask drill answered with a causal mask's count is named as that mistake."""
+    open_page(page, streamlit_url, "interview", "part=Drills&seed=classroom&level=Senior")
+    for kind in dr.SENIOR_KINDS:
+        assert page.get_by_text(dt.prompt(dr.make_drill(kind, "classroom"))).count() == 1, kind
+    assert page.locator("del, s").count() == 0
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"0 / {len(dr.SENIOR_KINDS)}"
+    drill = dr.make_drill("tree_mask", "classroom")                      # branching 3, 1, 1: 18 of 81; causal 45
+    _answer(page, "tree_mask", "45")
+    errors = _alerts(page, "Error")
+    assert len(errors) == 1 and "a causal mask" in errors[0] and dr.RETRY_TEXT in errors[0], errors
+    _answer(page, "tree_mask", str(drill.answer()))
+    assert _alerts(page, "Success") == ["Right."]
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(dr.SENIOR_KINDS)}"
+    assert_no_error(page)
+    screenshot(page, "interview-senior-tree-mask")

@@ -48,6 +48,14 @@ def test_solutions_end_at_the_answer(seed):
             assert f"= {ans:.3f} tokens per pass" in text
         elif d.kind == "exact_rule":
             assert f"{ans} emits exactly p" in text
+        elif d.kind == "kv_batch":
+            assert "B_KV     = " in text and text.splitlines()[4].endswith(f"= {ans:.1f}")
+        elif d.kind == "rollback_pages":
+            assert f"= {ans} page(s)" in text
+        elif d.kind == "sample_compare":
+            assert f"= {ans:.4f} more acceptance per draft token" in text
+        elif d.kind == "tree_mask":
+            assert text.splitlines()[2].endswith(f"= {ans}")
         else:
             assert text.endswith(
                 f"{ans} is faster: {max(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"
@@ -138,3 +146,42 @@ def test_walkthrough_crossover_inputs_are_drill_inputs():
         d = dr.Drill("crossover", s.compute[1])
         assert set(s.compute[1]) == set(dr.make_drill("crossover", "classroom").params)
         assert f"{d.answer():.1f}" in ic.reveal_text(s)
+
+
+# ------------------------------------------------- context beside batch ----
+def _keyed_texts() -> list[tuple[str, str]]:
+    """Every keyed answer: the right options with their reasons, the checklist, the flashcards, the walkthrough's
+    reveals and the 30-second answer."""
+    texts = [(f"question {q.key}", f"{o.text} {o.why}") for q in ic.CONCEPT_QUESTIONS for o in q.options if o.correct]
+    texts += [(f"checklist {c.point}", f"{c.point} {c.explanation}") for c in ic.CHECKLIST]
+    texts += [(f"card {f.front}", f"{f.front} {f.note}") for f in ic.FLASHCARDS]
+    texts += [(f"step {s.title}", f"{s.question} {ic.reveal_text(s)}") for s in ic.WALKTHROUGH]
+    return texts + [("30-second answer", ic.THIRTY_SECOND_ANSWER)]
+
+
+def test_every_keyed_answer_that_mentions_batch_names_context_too():
+    """KV traffic grows with context x batch (issue 31): no keyed answer speaks of batch without context."""
+    batch = [(name, t) for name, t in _keyed_texts() if "batch" in t.lower()]
+    assert len(batch) >= 8
+    assert [name for name, t in batch if "context" not in t.lower()] == []
+
+
+def test_the_context_numbers_in_the_keyed_answers_come_from_the_step_time_model():
+    from content import interview_senior as sen
+    from specdec_core.roofline import HARDWARE
+    from specdec_core.steptime import SHAPES, best_gamma_for_shape, kv_read_batch, spec_curve
+
+    t8, d1, h100 = SHAPES["Llama-3.1-8B"], SHAPES["Llama-3.2-1B (draft)"], HARDWARE["H100 SXM"]
+    # 15,009,849,344 weight bytes over L x 131,072 KV bytes: 55.9 at 2k, 7.0 at 16k
+    assert sen.kv_batch(2048) == pytest.approx(15_009_849_344 / (2048 * 131_072)) == kv_read_batch(t8, "bf16", 2048)
+    assert round(sen.kv_batch(2048)) == 56 and round(sen.kv_batch(16384)) == 7
+    v_short, v_long = (float(spec_curve(t8, d1, h100, "bf16", 3, 0.8, L, 256.0).v) for L in (2048, 16384))
+    assert round(v_short, 2) == 1.45 and round(v_long, 2) == 1.07          # the issue's table: 1.451 at B = 256
+    batch_q = next(q for q in ic.CONCEPT_QUESTIONS if q.key == "batch")
+    why = batch_q.options[batch_q.answer_index].why
+    assert "B = 56 for 2k" in why and "B = 7 for 16k" in why and f"{v_long:.2f} at B = 256" in why
+    assert f"against {v_short:.2f}" in why and "0.25" in why and "MagicDec" in why
+    gammas = [best_gamma_for_shape(t8, d1, h100, "bf16", 0.8, L, 200.0)[0] for L in (2048, 16384)]
+    assert gammas[0] < gammas[1]                                        # the best gamma falls later at long context
+    turn_off = next(q for q in ic.CONCEPT_QUESTIONS if q.key == "turn_off")
+    assert f"is {gammas[0]} at 2k tokens and {gammas[1]} at 16k" in turn_off.options[turn_off.answer_index].why

@@ -57,6 +57,53 @@ def ref_alpha(p: list[float], q: list[float]) -> float:
     return sum(min(x, y) for x, y in zip(p, q))
 
 
+# (linear weights = params - untied embedding table, layers, KV heads, head_dim), from the models' config.json
+REF_SHAPES = {
+    "Llama-3.1-8B": (8_030_261_248 - 128_256 * 4096, 32, 8, 128),
+    "Llama-3.1-70B": (70_553_706_496 - 128_256 * 8192, 80, 8, 128),
+    "Llama-3.2-1B (draft)": (1_235_814_400, 16, 8, 64),          # tied: the table is the head, counted once
+}
+
+
+def ref_kv_batch(model: str, context: int, mode: str, kv: str) -> float:
+    """Weight bytes over one sequence's KV bytes at this context: 2 x layers x kv_heads x head_dim x element."""
+    w, layers, kvh, hd = REF_SHAPES[model]
+    assert mode == "bf16"
+    return w * 2 / (context * 2 * layers * kvh * hd * {"bf16": 2, "fp8": 1}[kv])
+
+
+def ref_pages_freed(cached: int, gamma: int, accepted: int, page: int) -> int:
+    """A page table simulated slot by slot: append gamma slots, pop the rejected ones, count pages emptied."""
+    pages: list[int] = []                                    # slots used per page
+    for _ in range(cached + gamma):
+        if not pages or pages[-1] == page:
+            pages.append(0)
+        pages[-1] += 1
+    before = len(pages)
+    for _ in range(gamma - accepted):
+        pages[-1] -= 1
+        if pages[-1] == 0:
+            pages.pop()
+    return before - len(pages)
+
+
+def ref_tree_mask(branching: list[int]) -> int:
+    """Build the tree breadth first, then walk each node's parent pointers to the root, counting itself."""
+    parent, level = [], [-1]
+    for b in branching:
+        nxt = []
+        for par in level:
+            for _ in range(b):
+                nxt.append(len(parent))
+                parent.append(par)
+        level = nxt
+    total = 0
+    for j in range(len(parent)):
+        while j >= 0:
+            total, j = total + 1, parent[j]
+    return total
+
+
 def ref_answer(d: dr.Drill):
     k, P = d.kind, d.params
     if k == "tokens":
@@ -76,6 +123,14 @@ def ref_answer(d: dr.Drill):
         return 1 + sum(float(np.prod(sums[: i + 1])) for i in range(len(sums)))
     if k == "exact_rule":      # recursive rejection is exact; the other offered rule is biased by construction
         return "A" if P["A"] in ("iid", "wor") else "B"
+    if k == "kv_batch":
+        return ref_kv_batch(**P)
+    if k == "rollback_pages":
+        return ref_pages_freed(**P)
+    if k == "sample_compare":  # sum min(p, q) - sum p q, term by term
+        return sum(min(x, y) - x * y for x, y in zip(P["p"], P["q"]))
+    if k == "tree_mask":
+        return ref_tree_mask(P["branching"])
     sa = ref_speedup(**P["A"])
     sb = ref_speedup(**P["B"])
     return "A" if sa > sb else "B"
@@ -114,6 +169,48 @@ def test_classroom_set_by_hand():
     assert s["compare"].params["A"] == {"alpha": 0.7, "gamma": 7, "c": 0.2, "v": 1.0}
     assert s["compare"].params["B"] == {"alpha": 0.55, "gamma": 4, "c": 0.2, "v": 1.5}
     assert s["compare"].answer() == "A"
+
+
+def test_classroom_senior_drills_by_hand():
+    """The four senior drills of the classroom seed, pinned and worked by hand."""
+    s = {d.kind: d for d in dr.drill_set(dr.CLASSROOM_SEED)}
+    # Llama-3.1-8B, L 4096, FP8 KV: KV/token 2 x 32 x 8 x 128 x 1 = 65,536 B; weights (8,030,261,248 - 128,256 x
+    # 4096) x 2 = 15,009,849,344 B; over 4096 x 65,536 = 268,435,456 B per sequence: 55.92
+    assert s["kv_batch"].params == {"model": "Llama-3.1-8B", "context": 4096, "mode": "bf16", "kv": "fp8"}
+    assert s["kv_batch"].answer() == pytest.approx(15_009_849_344 / 268_435_456, rel=1e-12)
+    assert s["kv_batch"].answer() == pytest.approx(55.916, abs=1e-3)
+    # 372 + 8 = 380 slots in 48 pages of 8; 372 + 3 = 375 slots in 47: one page freed
+    assert s["rollback_pages"].params == {"cached": 372, "gamma": 8, "accepted": 3, "page": 8}
+    assert s["rollback_pages"].answer() == 1
+    # min: 0.2 + 0.1 + 0.3 = 0.6; p q: 0.12 + 0.05 + 0.09 = 0.26; gap 0.34
+    assert s["sample_compare"].params == {"p": [0.6, 0.1, 0.3], "q": [0.2, 0.5, 0.3]}
+    assert s["sample_compare"].answer() == pytest.approx(0.34, abs=1e-12)
+    # branching 3, 1, 1: 3 nodes at each depth, 1 x 3 + 2 x 3 + 3 x 3 = 18 of 81 (a causal mask: 45)
+    assert s["tree_mask"].params == {"branching": [3, 1, 1]}
+    assert s["tree_mask"].answer() == 18
+
+
+def test_senior_drills_at_the_numbers_the_pages_quote():
+    """Llama-3.2-1B at L 2048 in BF16 (the roofline page's draft and context): 2 x 16 x 8 x 64 x 2 = 32 KiB per
+    token, 1,235,814,400 x 2 bytes of weights: B = 2,471,628,800 / (2048 x 32,768) = 36.8; 4.6 at L 16384."""
+    d = dr.Drill("kv_batch", {"model": "Llama-3.2-1B (draft)", "context": 2048, "mode": "bf16", "kv": "bf16"})
+    assert d.answer() == pytest.approx(2_471_628_800 / (2048 * 32_768), rel=1e-12)
+    assert round(d.answer(), 1) == 36.8
+    long = dr.Drill("kv_batch", {**d.params, "context": 16384})
+    assert long.answer() == pytest.approx(d.answer() / 8, rel=1e-12)          # falls as 1 / L
+    assert dr.grade(long, "5").correct and dr.grade(long, "4").correct      # a batch: either whole number beside
+    assert not dr.grade(long, "6").correct
+    # vLLM's block of 16: 100 cached + 5 drafts = 105 (7 pages); 1 accepted -> 101 (7 pages): nothing freed
+    assert dr.Drill("rollback_pages", {"cached": 100, "gamma": 5, "accepted": 1, "page": 16}).answer() == 0
+    # 92 + 5 = 97 slots (7 pages), 92 + 1 = 93 (6 pages): one freed although only 4 tokens were rejected
+    assert dr.Drill("rollback_pages", {"cached": 92, "gamma": 5, "accepted": 1, "page": 16}).answer() == 1
+    # a greedy draft (q a point mass) loses nothing to sample-and-compare: both keep p(x0)
+    assert dr.Drill("sample_compare", {"p": [0.3, 0.7], "q": [1.0, 0.0]}).answer() == pytest.approx(0.0, abs=1e-15)
+    # p = q uniform over 4: min keeps 1, sample-and-compare 4 x 1/16 = 1/4
+    assert dr.Drill("sample_compare", {"p": [0.25] * 4, "q": [0.25] * 4}).answer() == pytest.approx(0.75)
+    # a chain of 4 is a causal mask, 10 = 4 x 5 / 2; branching 2, 2: 2 x 1 + 4 x 2 = 10 of 36
+    assert dr.Drill("tree_mask", {"branching": [1, 1, 1, 1]}).answer() == 10
+    assert dr.Drill("tree_mask", {"branching": [2, 2]}).answer() == 10
 
 
 def test_seed_document_cases_by_hand():

@@ -322,7 +322,8 @@ def test_walkthrough_reveal_and_next(app_test):
 
 
 @pytest.mark.parametrize("query", [{"part": "Nonsense"}, {"part": "Flashcards", "card": "99"},
-                                   {"part": "Walkthrough", "step": "0"}, {"part": "Drills", "seed": "x" * 300}])
+                                   {"part": "Walkthrough", "step": "0"}, {"part": "Drills", "seed": "x" * 300},
+                                   {"part": "Drills", "level": "Expert"}])
 def test_bad_urls_give_no_traceback(app_test, query):
     at = app_test(PAGE, **query)
     _no_exception(at)
@@ -395,6 +396,29 @@ def test_every_kind_revealed_in_classroom_mode(app_test, kind):
     _no_exception(at)
     assert any(dt.solution(d)[-1] in c.value for c in at.code)
     assert len(at.get("plotly_chart")) == 1
+
+
+def test_senior_level_shows_only_its_drills_each_diagnosed_then_right(app_test):
+    """?level=Senior: the four senior kinds alone, scored out of 4; each one's typical mistake is named, then the
+    right answer on the retry scores it, with its solution and its own figure."""
+    at = _drills(app_test, level="Senior")
+    text = " ".join(m.value for m in at.markdown)
+    senior = [dr.make_drill(k, "classroom") for k in dr.SENIOR_KINDS]
+    assert all(dt.prompt(d) in text for d in senior)
+    assert dt.prompt(dr.make_drill("tokens", "classroom")) not in text
+    assert at.metric[0].value == f"0 / {len(dr.SENIOR_KINDS)}"
+    for n, d in enumerate(senior, start=1):
+        m = next(m for m in mistakes(d.kind, d.params) if dr.diagnose(d, _typed(m.value)))
+        _answer(at, d, _typed(m.value))
+        at.button(key=f"chk_{d.kind}").click().run()
+        _no_exception(at)
+        assert f"Not quite: that looks like {m.looks_like}. {dr.RETRY_TEXT}" in [e.value for e in at.error]
+        _answer(at, d, _right(d))
+        at.button(key=f"chk_{d.kind}").click().run()
+        _no_exception(at)
+        assert at.metric[0].value == f"{n} / {len(dr.SENIOR_KINDS)}"
+        assert any(dt.solution(d)[-1] in c.value for c in at.code)
+    assert len(at.get("plotly_chart")) == len(dr.SENIOR_KINDS)
 
 
 # ---------------------------------------------------------- mock interview ----

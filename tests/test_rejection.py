@@ -35,6 +35,7 @@ from specdec_core.rejection import (
     acceptance_rate,
     emitted_distribution,
     empirical_law,
+    match_acceptance,
     residual_distribution,
     speculative_sample,
     total_variation,
@@ -365,3 +366,30 @@ def test_per_prefix_alpha_2_combine_into_the_alpha_2_of_expected_tokens():
         tokens = 1 + keep1 + keep2
         assert abs(tokens.mean() - t["tokens"]) < 5 * tokens.std() / np.sqrt(n)
         assert abs(keep2.sum() / keep1.sum() - t["alpha_2"]) < 5 * np.sqrt(0.25 / keep1.sum())
+
+
+# ------------------------------------------------------ sample-and-compare ----
+def test_sample_and_compare_keeps_sum_pq_sampled_and_never_more_than_alpha():
+    """Draw x ~ q and y ~ p apart, keep x iff y = x: the kept fraction estimates sum p q (within 4 sigma), and the
+    negative control: it sits far below alpha = 1 - TV, which min(1, p/q) keeps on the same pair."""
+    p, q = np.array([0.6, 0.1, 0.3]), np.array([0.2, 0.5, 0.3])
+    assert match_acceptance(p, q) == pytest.approx(0.12 + 0.05 + 0.09, abs=1e-15)
+    rng = np.random.default_rng(31)
+    n = 200_000
+    x, y = rng.choice(3, size=n, p=q), rng.choice(3, size=n, p=p)
+    kept = float(np.mean(x == y))
+    sigma = np.sqrt(0.26 * 0.74 / n)                                            # about 0.001
+    assert abs(kept - 0.26) < 4 * sigma
+    assert acceptance_rate(p, q) - kept > 100 * sigma                              # 0.6 against 0.26
+    assert np.allclose(np.bincount(y, minlength=3) / n, p, atol=0.005)            # it emits y: exactly p
+
+
+def test_sample_and_compare_equals_alpha_only_for_a_point_mass_or_disjoint_supports():
+    rng = np.random.default_rng(5)
+    p, q = rng.dirichlet(np.ones(6), size=500), rng.dirichlet(np.ones(6), size=500)
+    assert np.all(match_acceptance(p, q) <= acceptance_rate(p, q) + 1e-15)
+    assert np.all(match_acceptance(p, q) < acceptance_rate(p, q))                 # strictly, for full supports
+    greedy = np.eye(6)[np.argmax(q, axis=-1)]                                      # a greedy draft: one-hot q
+    assert np.allclose(match_acceptance(p, greedy), acceptance_rate(p, greedy), atol=1e-15)
+    apart = ([0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5])                                  # disjoint supports: both 0
+    assert match_acceptance(*apart) == acceptance_rate(*apart) == 0

@@ -218,3 +218,33 @@ def test_one_roofline_v_is_the_old_model():
     v_one = stp.one_roofline_v(L8B, H100, "bf16", 3, 2048, 128)
     assert v_one == pytest.approx(1.008, abs=1e-3)
     assert float(stp.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, 128).v) > v_one + 0.2
+
+
+# --------------------------------------------- where KV reads take over ----
+def test_kv_read_batch_against_the_config_and_its_one_over_context_fall():
+    """B where B L kv_bytes = linear weights x 2 (BF16), from config.json counts typed in above."""
+    for cfg, shape in ((CFG_8B, L8B), (CFG_1B, L1B)):
+        kv_token = 2 * cfg["layers"] * cfg["kv_heads"] * cfg["head_dim"] * 2
+        for ctx in (2048, 16384):
+            want = 2 * ref_linear_weights(cfg) / (ctx * kv_token)
+            assert stp.kv_read_batch(shape, "bf16", ctx) == pytest.approx(want, rel=1e-9)
+        assert stp.kv_read_batch(shape, "bf16", 2048, kv="fp8") == pytest.approx(
+            2 * stp.kv_read_batch(shape, "bf16", 2048), rel=1e-12)
+    assert round(stp.kv_read_batch(L8B, "bf16", 2048), 1) == 55.9
+    assert round(stp.kv_read_batch(L1B, "bf16", 2048), 1) == 36.8
+    assert stp.kv_read_batch(L8B, "bf16", 0) == float("inf")
+    with pytest.raises(ValueError, match="longer than"):
+        stp.kv_read_batch(L8B, "bf16", 10**7)
+
+
+def test_past_the_kv_batch_the_drafts_c_rises_toward_its_kv_bytes_over_the_targets():
+    """The issue's numbers: c 0.166 at B = 1 to 0.236 at B = 256 (context 2048, gamma 3, H100 BF16; the model gives
+    0.2348), rising toward 32 KiB / 128 KiB = 0.25 as the KV reads dominate both passes: at large batch, and the
+    closer the longer the context (MagicDec's large-batch, long-context bottleneck)."""
+    batch = np.array([1.0, 256.0, 65536.0])
+    short, long = (stp.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, ctx, batch).c for ctx in (2048, 16384))
+    assert short[0] == pytest.approx(0.166, abs=5e-4) and short[1] == pytest.approx(0.236, abs=2e-3)
+    assert L1B.kv_bytes() / L8B.kv_bytes() == 0.25
+    assert np.all(np.diff(short) > 0) and np.all(np.diff(long) > 0)          # c rises with batch
+    assert short[2] == pytest.approx(0.2365, abs=5e-4)                       # compute still weighs at 2k
+    assert long[2] == pytest.approx(0.248, abs=5e-4) and 0.25 - long[2] < 0.25 - short[2]

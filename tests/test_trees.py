@@ -15,6 +15,7 @@ from specdec_core.tree_cost import best_chain_against_batch, first_batch_not_abo
 from specdec_core.trees import (
     MAX_NODES,
     Tree,
+    ancestor_mask,
     branching_expected_length,
     branching_tree,
     chain,
@@ -239,3 +240,18 @@ def test_kids_is_the_one_children_table_and_depth_rates_reduce_to_the_pooled_sum
     kept, reached, pooled = tr.rank_counts([(tree, [0]), (tree, [])], max_rank=3, max_depth=2)
     assert kept.tolist() == [[1, 0, 0], [0, 0, 0]] and reached.tolist() == [[2, 2, 2], [1, 1, 0]]
     np.testing.assert_allclose(pooled, [1 / 3, 0.0, 0.0])
+
+
+def test_ancestor_mask_against_parent_walks_and_its_counts():
+    """Entry (i, j) iff j is on the walk from i up to the root; row sums are the depths; a chain is causal."""
+    for tree in (branching_tree([3, 1, 1]), branching_tree([2, 2, 2]), greedy_tree([0.5, 0.3, 0.1], 20), chain(5)):
+        m = ancestor_mask(tree)
+        want = np.zeros((tree.n_nodes, tree.n_nodes), dtype=bool)
+        for i in range(tree.n_nodes):
+            j = i
+            while j >= 0:
+                want[i, j], j = True, tree.parent[j]
+        assert (m == want).all() and (m.sum(axis=1) == tree.depth).all()
+    assert (ancestor_mask(chain(5)) == np.tril(np.ones((5, 5), dtype=bool))).all()
+    assert int(ancestor_mask(branching_tree([3, 1, 1])).sum()) == 18                   # 1 x 3 + 2 x 3 + 3 x 3
+    assert ancestor_mask(chain(0)).shape == (0, 0)

@@ -7,8 +7,10 @@ import plotly.graph_objects as go
 
 from specdec_core import drills as dr
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup
-from specdec_core.rejection import accepted_mass
+from specdec_core.paged_kv import page_fill, pages_held
+from specdec_core.rejection import accepted_mass, matched_mass
 from specdec_core.roofline import HARDWARE, crossover_batch, ridge, verify_intensity
+from specdec_core.steptime import SHAPES, step_time
 from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure
 
 ALPHA_GRID = np.linspace(0.0, 1.0, 201)
@@ -100,6 +102,66 @@ def drill_figure(drill: dr.Drill, large: bool = False) -> go.Figure:
                 marker_pattern_shape="/",
             )
         )
+    elif k == "kv_batch":
+        fig = _kv_batch_figure(d)
+    elif k == "rollback_pages":
+        fig = _rollback_figure(d)
+    elif k == "sample_compare":
+        p, q = np.array(d["p"]), np.array(d["q"])
+        x = [f"token {i}" for i in range(len(p))]
+        fig = new_figure("Kept per token: min(p, q) against p x q", yaxis_title="probability", barmode="group")
+        fig.add_trace(go.Bar(x=x, y=p, name="p (target)", marker_color=ROLE_COLOUR["target"]))
+        fig.add_trace(go.Bar(x=x, y=q, name="q (draft)", marker_color=ROLE_COLOUR["draft"]))
+        fig.add_trace(go.Bar(x=x, y=accepted_mass(p, q), name="min(p, q): min(1, p/q) keeps",
+                             marker_color=ROLE_COLOUR["accepted"], marker_pattern_shape="/"))
+        fig.add_trace(go.Bar(x=x, y=matched_mass(p, q), name="p q: sample-and-compare keeps",
+                             marker_color=ROLE_COLOUR["residual"], marker_pattern_shape="x"))
+    elif k == "tree_mask":
+        mask = dr.tree_mask_of(d).astype(int)                                  # (N, N)
+        labels = [f"n{i}" for i in range(mask.shape[0])]
+        fig = new_figure("Tree attention mask among the nodes (1 = may attend)", xaxis_title="key node",
+                         yaxis_title="query node", yaxis_autorange="reversed")
+        fig.add_trace(go.Heatmap(z=mask, x=labels, y=labels, colorscale=[[0, "#ffffff"], [1, ROLE_COLOUR["accepted"]]],
+                                 showscale=False, xgap=1, ygap=1, name="mask"))
     else:
         raise ValueError(f"no figure for drill kind {k!r}")
     return _size(fig, large)
+
+
+def _kv_batch_figure(d: dict) -> go.Figure:
+    """Bytes one decode step reads against batch: the weights (flat) and the KV cache at L/2, L and 2L."""
+    m = SHAPES[d["model"]]
+    b_kv = dr.kv_batch_of(d)
+    batch = np.geomspace(1, max(8 * b_kv, 16), 100)
+    hw = HARDWARE["H100 SXM"]                     # bytes do not depend on the device; only times would
+    fig = new_figure(f"{m.name}: bytes read per decode step", xaxis_title="batch B", yaxis_title="GB per step",
+                     xaxis_type="log", yaxis_type="log")
+    for factor, dash in ((0.5, "dot"), (1.0, "solid"), (2.0, "dash")):
+        ctx = int(d["context"] * factor)
+        if ctx > m.max_context:
+            continue
+        st = step_time(m, hw, d["mode"], batch, 1, ctx, d["kv"])
+        fig.add_trace(go.Scatter(x=batch, y=st.attention.bytes / 1e9, name=f"KV reads, L = {ctx:,}",
+                                 line=dict(dash=dash, color=ROLE_COLOUR["measured"])))
+    weights = step_time(m, hw, d["mode"], batch, 1, d["context"], d["kv"]).linear.bytes / 1e9
+    fig.add_trace(go.Scatter(x=batch, y=weights, name="weight reads", line=dict(color=ROLE_COLOUR["target"])))
+    fig.add_trace(go.Scatter(x=[b_kv], y=[weights[0]], name=f"B = {b_kv:.1f}", mode="markers",
+                             marker=dict(size=13, symbol="diamond", color=ROLE_COLOUR["predicted"])))
+    return fig
+
+
+def _rollback_figure(d: dict) -> go.Figure:
+    """The sequence's last pages: slots kept, slots rolled back, free slots; a page with no kept slot is freed."""
+    n, g, k, page = d["cached"], d["gamma"], d["accepted"], d["page"]
+    total = pages_held(n + g, page)
+    first = max(0, pages_held(n, page) - 2)                       # the last few pages only
+    kept = page_fill(n + k, page, total)[first:]                  # (pages,)
+    written = page_fill(n + g, page, total)[first:]
+    x = [f"page {i}" for i in range(first, total)]
+    fig = new_figure("The sequence's last pages after the rollback", yaxis_title="token slots", barmode="stack",
+                     yaxis_range=[0, page])
+    fig.add_trace(go.Bar(x=x, y=kept, name="kept (cached + accepted)", marker_color=ROLE_COLOUR["accepted"]))
+    fig.add_trace(go.Bar(x=x, y=written - kept, name="rolled back", marker_color=ROLE_COLOUR["measured"],
+                         marker_pattern_shape="x"))
+    fig.add_trace(go.Bar(x=x, y=page - written, name="never written", marker_color="#dddddd"))
+    return fig

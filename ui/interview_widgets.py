@@ -61,18 +61,18 @@ def render_checklist() -> None:
 
 
 # ---------------------------------------------------------------- drills ----
-def render_drills(seed: str, classroom: bool) -> None:
-    """One drill of each kind for ``seed``; graded answers, or predict-then-reveal in classroom mode."""
+def render_drills(seed: str, classroom: bool, kinds: tuple[str, ...] = dr.DRILL_KINDS) -> None:
+    """One drill of each of ``kinds`` for ``seed``; graded answers, or predict-then-reveal in classroom mode."""
     score = session_default(SCORE, {})
-    mine = [ok for (s, _), ok in score.items() if s == seed]
+    mine = [ok for (s, k), ok in score.items() if s == seed and k in kinds]
     cols = st.columns([1, 1, 3])
-    cols[0].metric("Score", f"{sum(mine)} / {len(dr.DRILL_KINDS)}",
+    cols[0].metric("Score", f"{sum(mine)} / {len(kinds)}",
                    help="Right within two tries: a wrong first answer gets a diagnosis and one retry; then the worked "
                         "solution is shown, so later answers are checked but not scored.")
-    cols[1].metric("Answered", f"{len(mine)} / {len(dr.DRILL_KINDS)}")
+    cols[1].metric("Answered", f"{len(mine)} / {len(kinds)}")
     cols[2].caption(f"Graded {dr.TOLERANCE_TEXT}. Answers rounded to two decimals always pass; "
                     "typed units such as '2.8x' are fine; write decimals with a point (2.53, not 2,53).")
-    for i, drill in enumerate(dr.drill_set(seed), start=1):
+    for i, drill in enumerate(dr.drill_set(seed, kinds), start=1):
         with st.container(border=True):
             st.markdown(f"**Drill {i}. {dr.DRILL_TITLES[drill.kind]}**")
             st.markdown(dt.prompt(drill))

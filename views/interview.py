@@ -2,7 +2,7 @@
 a timed mock interview, a guided walkthrough, and a classroom mode for a projector. Content and answers
 come from specdec_core.
 
-URL: ?part=Drills&seed=classroom&classroom=true (also ?classroom=1), ?part=Flashcards&card=3,
+URL: ?part=Drills&seed=classroom&classroom=true (also ?classroom=1), &level=Senior, ?part=Flashcards&card=3,
 ?part=Walkthrough&step=2.
 """
 
@@ -79,7 +79,9 @@ def render() -> None:
     elif part == "Drills":
         st.subheader("Numeric drills")
         seed = seed_controls(classroom)
-        w.render_drills(seed, classroom)
+        level = bound_radio("Drills to show", tuple(dr.DRILL_LEVELS), key="level",
+                            help="Senior: long context, paged KV rollback, sample-and-compare, tree masks.")
+        w.render_drills(seed, classroom, dr.DRILL_LEVELS[level])
     elif part == "Concepts":
         w.render_concepts()
     elif part == "30-second":

@@ -1,0 +1,43 @@
+"""A paged KV cache (vLLM's PagedAttention): pages held by a sequence, and pages freed when drafts are rolled back.
+
+A sequence of n cached tokens holds ceil(n / P) pages of P token slots. A verify pass writes the KV of gamma draft
+tokens (n -> n + gamma); if k are accepted, the r = gamma - k rejected slots are dropped by moving the sequence
+length back to n + k, and only pages left with no live slot go back to the free list:
+    freed = ceil((n + gamma) / P) - ceil((n + k) / P)
+Slots of a page that stays held are simply overwritten later; no KV is copied.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+MAX_TOKENS = 10_000_000
+MAX_PAGE = 4096
+
+
+def _count(x: int, name: str, lo: int, hi: int) -> int:
+    """An integer in [lo, hi], or ValueError naming the range."""
+    if isinstance(x, bool) or not isinstance(x, int) or not lo <= x <= hi:
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi:,}]; got {x!r}")
+    return x
+
+
+def pages_held(tokens: int, page: int) -> int:
+    """ceil(tokens / P): pages a sequence of this many cached tokens holds; 0 for no tokens."""
+    n, p = _count(tokens, "tokens", 0, MAX_TOKENS), _count(page, "page size", 1, MAX_PAGE)
+    return -(-n // p)
+
+
+def pages_freed(cached: int, gamma: int, accepted: int, page: int) -> int:
+    """ceil((n + gamma) / P) - ceil((n + k) / P): pages freed when gamma - k of gamma drafts are rolled back."""
+    n, g = _count(cached, "cached tokens", 0, MAX_TOKENS), _count(gamma, "gamma", 0, MAX_PAGE)
+    k = _count(accepted, "accepted", 0, g)
+    return pages_held(n + g, page) - pages_held(n + k, page)
+
+
+def page_fill(tokens: int, page: int, pages: int) -> NDArray[np.int64]:
+    """(pages,) slots in use in each of the first `pages` pages: clip(tokens - i P, 0, P)."""
+    n, p = _count(tokens, "tokens", 0, MAX_TOKENS), _count(page, "page size", 1, MAX_PAGE)
+    i = np.arange(_count(pages, "pages", 0, MAX_TOKENS))                   # (pages,)
+    return np.clip(n - i * p, 0, p).astype(np.int64)
