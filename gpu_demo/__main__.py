@@ -250,7 +250,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     """Time a decoder's linear layers at 1, 2, 4, ... tokens per pass against the roofline model."""
     from gpu_demo.measure.probe import PROBE_SHAPES, format_table, probe, run_to_end
 
-    res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget, threads=args.threads),
+    res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget, threads=args.threads,
+                           weights=args.weights),
                      lambda ev: print(f"[{ev.fraction:4.0%}] {ev.message}", flush=True))
     print(format_table(res))
     return 0
@@ -306,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--force", action="store_true", help="allow overwriting the shipped weights in gpu_demo/assets")
     t.set_defaults(func=cmd_train)
     from gpu_demo.measure.probe import PROBE_SHAPES
+    from gpu_demo.models.quant import FORMATS
 
     pr = sub.add_parser("probe", help="time linear layers at growing tokens per pass (the roofline probe)")
     pr.add_argument("--shape", choices=list(PROBE_SHAPES), default="Llama-3.2-1B, 1 layer")
@@ -313,6 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--max-tokens", type=int_in(1, 65536), default=512)
     pr.add_argument("--budget", type=float_in(0.1, 3600.0), default=None, help="seconds, about (default: the shape's)")
     add_threads(pr, default=None)
+    pr.add_argument("--weights", choices=list(FORMATS), default="float32", help="weight format (CPU kernels)")
     pr.set_defaults(func=cmd_probe)
     return ap
 

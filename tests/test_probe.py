@@ -13,7 +13,18 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_demo.measure.probe import PROBE_SHAPES, ProbeShape, format_table, make_stack, probe, run_stack, run_to_end
+from gpu_demo.measure.probe import (
+    PROBE_SHAPES,
+    ProbeShape,
+    format_table,
+    linear_maps,
+    make_stack,
+    probe,
+    run_stack,
+    run_to_end,
+)
+from gpu_demo.models import quant
+from specdec_core.knee import knee_tokens
 
 TINY = PROBE_SHAPES["tiny (d=64)"]
 
@@ -86,3 +97,27 @@ def test_bad_arguments():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA"):
             run_to_end(probe(TINY, device="cuda"))
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "int8", "int4"])
+def test_quantised_stack_computes_its_own_dequantised_weights(fmt):
+    """The probe's fp16/int8/int4 stack is the float32 stack over the weights each kernel stands for."""
+    shape = ProbeShape("t", 64, 16, 96, 1)
+    weights = make_stack(shape, torch.device("cpu"), torch.float32, seed=3)
+    x = torch.randn(4, 64, generator=torch.Generator().manual_seed(2))   # (T, d)
+    with torch.inference_mode():
+        got = run_stack(x, linear_maps(weights, fmt), shape)
+        want = run_stack(x, [quant.reference_weight(fmt, w) for w in weights], shape)
+        exact = run_stack(x, weights, shape)
+    tol = 5e-2 if fmt == "int8" else 1e-4  # int8 also rounds the activations (fbgemm dynamic)
+    assert float((got - want).norm() / want.norm()) < tol
+    assert float((got - exact).norm() / exact.norm()) > 1e-6  # a different weight format, not float32 again
+
+
+def test_probe_on_fp16_weights_models_two_bytes_per_weight():
+    res = run_to_end(probe(TINY, device="cpu", max_tokens=8, budget_s=2.0, weights="fp16"))
+    assert res.weights == "fp16" and res.weight_bytes == 2.0
+    assert res.knee_model == pytest.approx(knee_tokens(res.peak_flops, res.bandwidth, 2.0))
+    assert "fp16, 2 bytes each" in format_table(res)
+    with pytest.raises(ValueError, match="weights must be one of"):
+        run_to_end(probe(TINY, device="cpu", weights="int3"))

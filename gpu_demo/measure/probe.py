@@ -11,6 +11,7 @@ carries the result. No streamlit here.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from gpu_demo.device import device_label, resolve_device, time_call, timed_once
+from gpu_demo.models.quant import BYTES_PER_WEIGHT, FORMATS, QuantLinear, quant_unavailable_reason
 from specdec_core.knee import knee_fit, knee_tokens, linear_stack_time
 
 
@@ -80,6 +82,7 @@ class ProbeResult:
     knee_reliable: bool = False                      # enough points on both sides and a good fit (knee_fit)
     knee_note: str = ""                              # why the fitted knee is not to be trusted, if it is not
     elapsed_s: float = 0.0
+    weights: str = "float32"                         # the linears' weight format (gpu_demo.models.quant)
 
     def to_dict(self) -> dict:
         """JSON-ready dict."""
@@ -117,24 +120,43 @@ def make_stack(shape: ProbeShape, dev: torch.device, dtype: torch.dtype, seed: i
     return [(torch.randn(o, i, generator=g) / i**0.5).to(dev, dtype) for i, o in shape.linears()]
 
 
-def run_stack(x: torch.Tensor, weights: list[torch.Tensor], shape: ProbeShape) -> torch.Tensor:
-    """One pass of x (T, d) through the stack: QKV, O on the query part, SwiGLU MLP, residuals."""
+Linear = Callable[[torch.Tensor], torch.Tensor]
+
+
+def linear_maps(weights: list[torch.Tensor], fmt: str = "float32") -> list[Linear]:
+    """x -> x W^T for each weight: F.linear in float32, else the CPU kernel of `fmt` (gpu_demo.models.quant)."""
+    if fmt == "float32":
+        return [functools.partial(F.linear, weight=w) for w in weights]
+    return [QuantLinear(fmt, w) for w in weights]
+
+
+def run_stack(x: torch.Tensor, weights: list[torch.Tensor] | list[Linear], shape: ProbeShape) -> torch.Tensor:
+    """One pass of x (T, d) through the stack: QKV, O on the query part, SwiGLU MLP, residuals.
+
+    weights: the (out, in) tensors, or maps x -> x W^T (linear_maps) to run another weight format.
+    """
+    maps = linear_maps(weights) if isinstance(weights[0], torch.Tensor) else weights
     d, f = shape.hidden, shape.ffn
     for layer in range(shape.layers):
-        w_qkv, w_o, w_gu, w_down = weights[4 * layer: 4 * layer + 4]
-        qkv = F.linear(x, w_qkv)                     # (T, d + 2 kv)
-        x = x + F.linear(qkv[:, :d], w_o)            # (T, d)
-        gu = F.linear(x, w_gu)                       # (T, 2 f)
-        x = x + F.linear(F.silu(gu[:, :f]) * gu[:, f:], w_down)  # (T, d)
+        m_qkv, m_o, m_gu, m_down = maps[4 * layer: 4 * layer + 4]
+        qkv = m_qkv(x)                               # (T, d + 2 kv)
+        x = x + m_o(qkv[:, :d])                      # (T, d)
+        gu = m_gu(x)                                 # (T, 2 f)
+        x = x + m_down(F.silu(gu[:, :f]) * gu[:, f:])  # (T, d)
     return x
 
 
 def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget_s: float | None = None,
-          seed: int = 0, threads: int | None = None) -> Iterator[ProbeEvent]:
+          seed: int = 0, threads: int | None = None, weights: str = "float32") -> Iterator[ProbeEvent]:
     """Measure ceilings, then time the stack at T = 1, 2, 4, ... <= max_tokens within about budget_s.
 
     threads: CPU threads for torch (None keeps torch's setting); ceilings are measured with the same count.
+    weights: the linears' weight format (gpu_demo.models.quant.FORMATS; on a CPU). The model reads that many
+    bytes per weight at the measured copy bandwidth and computes at the measured float32 matmul rate, so its
+    knee K = peak x bytes / (2 x bandwidth) halves with each halving of the bytes (the seed's claim).
     """
+    if weights not in FORMATS:
+        raise ValueError(f"weights must be one of {', '.join(FORMATS)}; got {weights!r}")
     if max_tokens < 2:
         raise ValueError(f"max_tokens must be >= 2; got {max_tokens}")
     budget_s = shape.budget_s if budget_s is None else budget_s
@@ -146,17 +168,22 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
         torch.set_num_threads(threads)
     start = time.perf_counter()
     dev = resolve_device(device)
+    if weights != "float32" and (dev.type != "cpu" or quant_unavailable_reason(weights)):
+        why = "they are CPU kernels" if dev.type != "cpu" else quant_unavailable_reason(weights)
+        raise ValueError(f"{weights} weights do not run here: {why}")
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
     elt = torch.finfo(dtype).bits // 8
+    wbytes = BYTES_PER_WEIGHT[weights] if weights != "float32" else float(elt)
     torch.manual_seed(seed)
-    res = ProbeResult(device_label(dev), str(dtype).removeprefix("torch."), shape, shape.n_weights, float(elt))
+    res = ProbeResult(device_label(dev), str(dtype).removeprefix("torch."), shape, shape.n_weights, wbytes,
+                      weights=weights)
 
     yield ProbeEvent(0.02, f"measuring the matmul rate on {res.device}")
     res.peak_flops = measure_matmul_rate(dev, dtype, 8192 if dev.type == "cuda" else 2048)
     yield ProbeEvent(0.08, "measuring copy bandwidth")
     res.bandwidth = measure_copy_bandwidth(dev, (1 << 30) if dev.type == "cuda" else (128 << 20))
     yield ProbeEvent(0.12, f"building {shape.name}: {shape.n_weights / 1e6:.1f}M weights in {res.dtype}")
-    weights = make_stack(shape, dev, dtype, seed)
+    maps = linear_maps(make_stack(shape, dev, dtype, seed), weights)
 
     counts = [2**k for k in range(int(np.log2(max_tokens)) + 1)]
     sweep_budget = max(budget_s - (time.perf_counter() - start), 1.0)
@@ -171,7 +198,7 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
             if i >= 3 and spent + 4 * last > sweep_budget / 2:   # the next pass takes up to ~2x the last
                 break
             inputs[t] = torch.randn(t, shape.hidden, device=dev, dtype=dtype)  # (T, d)
-            samples[t] = time_call(lambda t=t: run_stack(inputs[t], weights, shape), dev, 1)
+            samples[t] = time_call(lambda t=t: run_stack(inputs[t], maps, shape), dev, 1)
             yield ProbeEvent(0.12 + 0.4 * (i + 1) / len(counts), f"T = {t}: {samples[t][0] * 1e3:.2f} ms (first pass)")
         # Round-robin repeats over every T in a shuffled order, so that load from other processes and
         # the wake-up after a long pass hit all T alike.
@@ -180,7 +207,7 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
         round_s = sum(v[0] for v in samples.values())
         while rounds < max_rounds and (rounds < 3 or time.perf_counter() - sweep_start + round_s < sweep_budget):
             for t in rng.permutation(list(samples)).tolist():
-                samples[t].append(timed_once(lambda t=t: run_stack(inputs[t], weights, shape), dev))
+                samples[t].append(timed_once(lambda t=t: run_stack(inputs[t], maps, shape), dev))
             rounds += 1
             left = max(sweep_budget - (time.perf_counter() - sweep_start), 0.0)
             yield ProbeEvent(min(0.52 + 0.45 * (1 - left / sweep_budget), 0.97),
@@ -192,9 +219,9 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
         res.n_samples.append(len(times))
 
     act = shape.act_elems_per_token * elt
-    res.model_s = [float(x) for x in linear_stack_time(shape.n_weights, res.tokens, elt, res.peak_flops,
+    res.model_s = [float(x) for x in linear_stack_time(shape.n_weights, res.tokens, wbytes, res.peak_flops,
                                                        res.bandwidth, act)]
-    res.knee_model = knee_tokens(res.peak_flops, res.bandwidth, elt)
+    res.knee_model = knee_tokens(res.peak_flops, res.bandwidth, wbytes)
     fit = knee_fit(res.tokens, res.measured_s)
     res.knee_measured, res.knee_reached = fit.knee, fit.reached
     res.knee_reliable, res.knee_note = fit.reliable, fit.reason
@@ -215,7 +242,8 @@ def run_to_end(events: Iterator[ProbeEvent], on_event: Callable[[ProbeEvent], No
 
 def format_table(res: ProbeResult) -> str:
     """Tokens, measured median ms, model ms, measured/model."""
-    lines = [f"device {res.device}, {res.dtype}, {res.shape.name}: {res.n_weights / 1e6:.1f}M weights",
+    lines = [f"device {res.device}, {res.dtype}, {res.shape.name}: {res.n_weights / 1e6:.1f}M weights "
+             f"({res.weights}, {res.weight_bytes:g} bytes each)",
              f"measured ceilings: matmul {res.peak_flops / 1e9:.1f} GFLOP/s, copy {res.bandwidth / 1e9:.1f} GB/s",
              f"{'T':>6} {'measured ms':>12} {'model ms':>10} {'ratio':>7}"]
     for t, m, p in zip(res.tokens, res.measured_s, res.model_s):

@@ -31,6 +31,9 @@ from torch import nn
 
 FORMATS = ("float32", "fp16", "int8", "int4")  # weight formats of a CPU target, most bytes first
 GROUP = 32  # GGUF Q4_1/Q8_0 block length
+# bytes a kernel streams per weight: int8 adds a float32 scale per row (negligible), int4 a float32 scale and zero
+# per group of 32 in torch's packed layout (8 bytes per 32 weights)
+BYTES_PER_WEIGHT = {"float32": 4.0, "fp16": 2.0, "int8": 1.0, "int4": 0.5 + 8 / 32}
 QUANT_ENV = "SPECDEC_CPU_QUANT"  # "0": never quantise (forces the float32 fallback, for tests and comparisons)
 INNER_K_TILES = 2  # argument of the int4 packer (its CPU layout does not depend on it)
 
