@@ -32,7 +32,8 @@ def render() -> None:
     src, case = controls()
     st.subheader("1. p, q, and the two pieces of the emitted law")
     exact_section(case)
-    shown = bound_radio("Next", list(SECTIONS), key="section", default="sampling", format_func=SECTIONS.get,
+    shown = bound_radio("Section shown below", list(SECTIONS), key="section", default="sampling",
+                        format_func=SECTIONS.get,
                         help="Each section is computed only when it is shown; the address keeps the choice.")
     every = shown == "all"
     if every or shown == "why":

@@ -43,7 +43,7 @@ def render() -> None:
     except ValueError as exc:
         refuse(exc, f"V from 2 to {V_PAGE}, k from 1 to {K_PAGE}.")
     multidraft_section(p, q, k)
-    shown = bound_radio("Next", list(SECTIONS), key="section", default="tree", format_func=SECTIONS.get,
+    shown = bound_radio("Section shown below", list(SECTIONS), key="section", default="tree", format_func=SECTIONS.get,
                         help="Each section is computed only when it is shown; the address keeps the choice.")
     every = shown == "all"
     if every or shown in ("checks", "typical"):
