@@ -74,24 +74,31 @@ def _law_iid(p: NDArray, q: NDArray, k: int, update: bool) -> tuple[NDArray, NDA
 
 
 def _law_wor(r: NDArray, q_left: NDArray, q: NDArray, k: int, renormalise: bool) -> tuple[NDArray, NDArray]:
-    """Enumerate the rejected candidate at each step: min(r, q_i) + sum_x P(x drawn, rejected) law(rest | x)."""
-    q_i, empty = _normalised(q_left)                     # (..., V) law of this candidate
+    """Enumerate the rejected candidate at each step: min(r, q_i) + sum_x P(x drawn, rejected) law(rest | x).
+
+    Rows are (B, V). Only branches with P(x drawn, rejected) > 0 are followed: a token the pool no longer holds,
+    or one the rule always keeps (q_i(x) <= r(x)), adds exactly 0 below it, so its subtree is skipped. The law is
+    the same sum without its zero terms; the work falls from B V^k to the rejection paths that can happen."""
+    q_i, empty = _normalised(q_left)                     # (B, V) law of this candidate
     q_ratio = q_i if renormalise else q                  # the law the verifier divides by
-    acc = _accept(r, q_ratio)                            # (..., V)
-    kept = q_i * acc                                     # (..., V)
-    reject_x = q_i * (1.0 - acc)                         # (..., V) candidate is x and rejected
-    r_next = _residual(r, q_ratio)                       # (..., V) the same whichever x was rejected
-    stop = empty.astype(np.float64)                      # no candidate left: emit r itself
-    alpha = kept.sum(axis=-1, keepdims=True)             # (..., 1)
+    acc = _accept(r, q_ratio)                            # (B, V)
+    kept = q_i * acc                                     # (B, V)
+    reject_x = q_i * (1.0 - acc)                         # (B, V) candidate is x and rejected
+    r_next = _residual(r, q_ratio)                       # (B, V) the same whichever x was rejected
+    law = kept + empty * r                               # no candidate left: emit r itself
+    alpha = kept.sum(axis=-1, keepdims=True)             # (B, 1)
     if k == 1:
-        return kept + reject_x.sum(axis=-1, keepdims=True) * r_next + stop * r, alpha
-    v = r.shape[-1]
-    q_rest = q_left[..., None, :] * (1.0 - np.eye(v))    # (..., V_x, V) x removed from the pool
-    r_rest = np.broadcast_to(r_next[..., None, :], q_rest.shape)
-    q_full = np.broadcast_to(q[..., None, :], q_rest.shape)
-    sub_law, sub_ranks = _law_wor(r_rest, q_rest, q_full, k - 1, renormalise)    # (..., V, V), (..., V, k-1)
-    law = kept + np.einsum("...x,...xv->...v", reject_x, sub_law) + stop * r
-    return law, np.concatenate([alpha, np.einsum("...x,...xj->...j", reject_x, sub_ranks)], axis=-1)
+        return law + reject_x.sum(axis=-1, keepdims=True) * r_next, alpha
+    row, x = np.nonzero(reject_x > 0.0)                  # (M,), (M,) the branches that can be reached
+    q_rest = q_left[row].copy()                          # (M, V) x removed from the pool
+    q_rest[np.arange(row.size), x] = 0.0
+    sub_law, sub_ranks = _law_wor(r_next[row], q_rest, q[row], k - 1, renormalise)    # (M, V), (M, k-1)
+    w = reject_x[row, x][:, None]                        # (M, 1)
+    rest_law = np.zeros_like(r)                          # (B, V)
+    rest_ranks = np.zeros((r.shape[0], k - 1))           # (B, k-1)
+    np.add.at(rest_law, row, w * sub_law)
+    np.add.at(rest_ranks, row, w * sub_ranks)
+    return law + rest_law, np.concatenate([alpha, rest_ranks], axis=-1)
 
 
 def multidraft_distribution(p: ArrayLike, q: ArrayLike, k: int, rule: str = IID) -> tuple[NDArray, NDArray]:
@@ -105,7 +112,10 @@ def multidraft_distribution(p: ArrayLike, q: ArrayLike, k: int, rule: str = IID)
     if cells > MAX_BRANCH_CELLS:
         raise ValueError(f"without replacement the exact law enumerates V^(k-1) rejection paths: batch x V^k must "
                          f"be at most {MAX_BRANCH_CELLS:,}; got {cells:,} (use a smaller V or k, or chunk the batch)")
-    return _law_wor(pa, qa, qa, k, renormalise=rule == WOR)
+    v = pa.shape[-1]
+    p2, q2 = pa.reshape(-1, v), np.broadcast_to(qa, pa.shape).reshape(-1, v)      # (B, V)
+    law, ranks = _law_wor(p2, q2, q2, k, renormalise=rule == WOR)
+    return law.reshape(pa.shape), ranks.reshape(pa.shape[:-1] + (k,))
 
 
 def acceptance_by_k(p: ArrayLike, q: ArrayLike, k_max: int, rule: str = IID) -> NDArray[np.float64]:

@@ -11,7 +11,7 @@ ALL_CHARTS_DRAWN = ("() => Array.from(document.querySelectorAll('.js-plotly-plot
 
 def test_proof_page_default_and_from_logits(page, streamlit_url):
     page.set_viewport_size({"width": 1400, "height": 5200})   # tall: every chart is in view and drawn
-    open_page(page, streamlit_url, "proof")
+    open_page(page, streamlit_url, "proof", "section=all")           # every section: all 8 charts
     assert_no_error(page)
     assert page.locator("h1").first.inner_text().startswith("Proof")
     # The seed's 10,000-pair check is among the last metrics drawn; on a server still busy with an
@@ -25,7 +25,7 @@ def test_proof_page_default_and_from_logits(page, streamlit_url):
     assert page.locator(".js-plotly-plot").count() == 8
     screenshot(page, "proof")
 
-    open_page(page, streamlit_url, "proof", "preset=logits&tT=0.6&tp=0.9&dk=5&mistake=raw_logits&n=20000")
+    open_page(page, streamlit_url, "proof", "preset=logits&tT=0.6&tp=0.9&dk=5&mistake=raw_logits&n=20000&section=all")
     assert_no_error(page)
     # the caption under the mistake's histogram reports its p-value (the table is drawn on a canvas);
     # one that underflows is a bound, never an exact 0

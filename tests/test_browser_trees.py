@@ -22,7 +22,7 @@ def _metric(pg, label: str) -> str:
 
 def test_shaping_the_tree_changes_expected_length(page, streamlit_url):
     page.set_viewport_size({"width": 1400, "height": 5600})   # tall: every chart is in view and drawn
-    open_page(page, streamlit_url, "trees")
+    open_page(page, streamlit_url, "trees", "section=all")           # every section: all 8 charts
     assert_no_error(page)
     assert page.locator("h1").first.inner_text().startswith("Trees and multi-draft")
     page.locator('[data-testid="stMetricValue"]').filter(has_text="10,000").first.wait_for(timeout=90_000)
@@ -40,7 +40,7 @@ def test_shaping_the_tree_changes_expected_length(page, streamlit_url):
     assert "budget=6" in page.url                             # the shaped tree is in the shareable address
     assert_no_error(page)
 
-    open_page(page, streamlit_url, "trees", "shape=branching&branching=4,2,1&case=q_flatter&batch=256")
+    open_page(page, streamlit_url, "trees", "shape=branching&branching=4,2,1&case=q_flatter&batch=256&section=all")
     wait_for_app(page)
     assert_no_error(page)
     rates = tr.rank_rates(*pc.preset_pair("q_flatter", 10), 4, WOR)

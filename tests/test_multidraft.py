@@ -98,7 +98,7 @@ def _pair(v, seed, conc_q=0.4):
 
 
 @pytest.mark.parametrize("rule", list(RULES))
-@pytest.mark.parametrize("v, k, seed", [(3, 2, 0), (4, 3, 1), (5, 2, 2), (3, 4, 3)])
+@pytest.mark.parametrize("v, k, seed", [(3, 2, 0), (4, 3, 1), (5, 2, 2), (3, 4, 3), (7, 4, 4)])
 def test_law_and_rank_probabilities_match_brute_force_enumeration(rule, v, k, seed):
     p, q = _pair(v, seed)
     law, ranks = multidraft_distribution(p, q, k, rule)
@@ -107,6 +107,17 @@ def test_law_and_rank_probabilities_match_brute_force_enumeration(rule, v, k, se
     np.testing.assert_allclose(ranks, bf_ranks, atol=1e-14)
     if rule in (IID, WOR):
         np.testing.assert_allclose(law, p, atol=1e-15)
+
+
+def test_without_replacement_at_the_page_limit_is_exact_and_follows_only_reachable_branches():
+    """V = 16, k = 5 (the trees page's limit): the enumeration skips the rejection paths of probability 0 (a token
+    already drawn, or one always kept), so it is fast; the law is still p to rounding and the ranks a distribution."""
+    p, q = pc.preset_pair("dirichlet", 16, 0)
+    law, ranks = multidraft_distribution(p, q, 5, WOR)
+    np.testing.assert_allclose(law, p, atol=1e-15)
+    assert np.all(ranks >= 0) and ranks.sum() < 1 and np.all(np.diff(np.cumsum(ranks)) >= 0)
+    wrong = multidraft_distribution(p, q, 5, WOR_RATIO_Q)[0]
+    assert abs(wrong.sum() - 1) < 1e-13 and np.abs(wrong - p).max() > 1e-3
 
 
 def test_the_wrong_variants_are_really_wrong_and_still_laws():

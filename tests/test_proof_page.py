@@ -25,7 +25,7 @@ def _metric(at, label: str) -> str:
 
 @pytest.mark.parametrize("preset", list(pc.PRESETS))
 def test_each_preset_renders_alpha_and_tv_from_the_core(app_test, preset):
-    at = app_test(PAGE, preset=preset, vocab="12", n=FAST)
+    at = app_test(PAGE, preset=preset, vocab="12", n=FAST, section="all")
     _ok(at)
     assert at.session_state["proof.preset"] == preset
     p, q = pc.preset_pair(preset, 12)
@@ -138,7 +138,7 @@ def test_out_of_range_url_values_are_refused_with_the_range(app_test, key, value
 
 
 def test_exhaustive_check_and_identical_draft_are_shown(app_test):
-    at = app_test(PAGE)
+    at = app_test(PAGE, section="all")
     _ok(at)
     assert _metric(at, "random pairs") == "10,000"
     assert float(_metric(at, "max |emitted - p|")) < 1e-15
@@ -209,7 +209,7 @@ def test_a_wrong_verifier_can_keep_more_drafts(app_test):
 
 
 def test_the_seed_loop_shows_the_seeds_number(app_test):
-    at = app_test(PAGE, n=FAST)
+    at = app_test(PAGE, section="exhaustive")
     _ok(at)
     assert _metric(at, "max |emitted - p|, seed's loop") == "3.3e-16"     # the seed prints 3.3e-16
     caption = " ".join(c.value for c in at.caption)
@@ -224,7 +224,7 @@ def test_the_rule_is_attributed(app_test):
 
 
 def test_per_prefix_alpha_2_is_combined_into_one(app_test):
-    at = app_test(PAGE, n=FAST, mseed="3")
+    at = app_test(PAGE, mseed="3", section="positions")
     _ok(at)
     ex = markov_example(3, 3, conc=0.5)
     _, per_prefix = position_alphas(*ex)
@@ -233,3 +233,26 @@ def test_per_prefix_alpha_2_is_combined_into_one(app_test):
     assert f"={t['alpha_2']:.4f}" in latex and f"={t['tokens']:.4f}" in latex
     assert t["tokens"] == pytest.approx(t["tokens_enumerated"], abs=1e-12)
     assert any(f"E[N] = {t['tokens_enumerated']:.4f}" in c.value for c in at.caption)
+
+
+# ------------------------------------------------------------ issue 26 ----
+@pytest.mark.parametrize("section, charts, shown, hidden", [
+    ("sampling", 5, "max |emitted - p|", "random pairs"),              # the default: key figure + sampling check
+    ("exhaustive", 3, "random pairs", "max |emitted joint - target joint|"),
+    ("positions", 6, "max |emitted joint - target joint|", "random pairs"),
+])
+def test_the_section_chooser_shows_only_the_chosen_section(app_test, section, charts, shown, hidden):
+    """A shared ?section= opens that view; the sections not shown are not drawn (nor computed)."""
+    at = app_test(PAGE, **({} if section == "sampling" else {"section": section}))
+    _ok(at)
+    assert at.radio(key="proof.section").value == section
+    assert len(at.get("plotly_chart")) == charts
+    labels = [m.label for m in at.metric]
+    assert shown in labels and hidden not in labels
+    assert bool(at.dataframe) == (section == "sampling")
+
+
+def test_the_sampling_check_says_how_many_draws_it_used(app_test):
+    at = app_test(PAGE, n="20000", sseed="3")
+    _ok(at)
+    assert any("5 rules x 20,000 draws each (seed 3)" in c.value for c in at.caption)

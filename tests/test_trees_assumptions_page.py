@@ -29,7 +29,7 @@ def _text(at) -> str:
 
 
 def test_defaults_state_positional_acceptance_and_the_ot_bound(app_test) -> None:
-    at = app_test(PAGE, **FAST)
+    at = app_test(PAGE, section="all", **FAST)
     assert not at.exception
     p, q = pc.preset_pair("q_sharper", 10)
     text = _text(at)

@@ -31,7 +31,7 @@ def _refused(at) -> str:
 
 
 def test_defaults_show_the_core_numbers(app_test):
-    at = app_test(PAGE)
+    at = app_test(PAGE, section="all")
     _ok(at)
     p, q = pc.preset_pair("q_sharper", 10)
     assert _metric(at, "acceptance, k = 3 i.i.d.") == f"{acceptance_by_k(p, q, 3, IID)[-1]:.4f}"
@@ -59,7 +59,7 @@ def test_defaults_show_the_core_numbers(app_test):
 
 
 def test_sampled_tables_pass_the_exact_rules_and_reject_the_others(app_test):
-    at = app_test(PAGE)
+    at = app_test(PAGE, section="all")
     _ok(at)
     md_table, typical_table = at.dataframe[0].value, at.dataframe[1].value
     verdict = dict(zip(md_table["rule"], md_table["verdict at 0.001"]))
@@ -69,7 +69,7 @@ def test_sampled_tables_pass_the_exact_rules_and_reject_the_others(app_test):
 
 
 def test_typical_acceptance_is_biased_even_for_a_perfect_draft(app_test):
-    at = app_test(PAGE, case="identical", n=FAST)
+    at = app_test(PAGE, case="identical", n=FAST, section="typical")
     _ok(at)
     p, _ = pc.preset_pair("identical", 10)
     tv = typical_distribution(p, p, 3).tv_to_p
@@ -125,7 +125,7 @@ def test_out_of_range_url_value_is_reported_and_the_default_used(app_test):
 def test_a_url_asking_a_million_draws_is_capped_and_says_so(app_test):
     """/trees?case=dirichlet&vocab=16&k=5&n=1000000 kept the server busy for minutes; now k x n is at most 60,000
     candidate draws (12,000 positions at k = 5), and the page says what it drew."""
-    at = app_test(PAGE, case="dirichlet", vocab="16", k="5", n="1000000", sseed="1", timeout=120)
+    at = app_test(PAGE, case="dirichlet", vocab="16", k="5", n="1000000", sseed="1", section="checks", timeout=120)
     _ok(at)
     capped = [c.value for c in at.caption if "asked" in c.value]
     assert capped and "n = 1,000,000 asked; 12,000 drawn" in capped[0], capped
@@ -134,6 +134,22 @@ def test_a_url_asking_a_million_draws_is_capped_and_says_so(app_test):
 
 
 def test_draws_within_the_budget_are_not_capped(app_test):
-    at = app_test(PAGE, n="20000", k="3")
+    at = app_test(PAGE, n="20000", k="3", section="checks")
     _ok(at)
     assert not [c.value for c in at.caption if "asked" in c.value]
+    assert any("x 20,000 positions each" in c.value for c in at.caption)      # the check says what it drew
+
+
+@pytest.mark.parametrize("section, charts, shown, hidden", [
+    ("tree", 6, "E[N], tree", "random pairs"),                       # the default: key figure + the token tree
+    ("checks", 2, "random pairs", "TV(typical law, p)"),
+    ("typical", 4, "TV(typical law, p)", "E[N], tree"),
+])
+def test_the_section_chooser_shows_only_the_chosen_section(app_test, section, charts, shown, hidden):
+    """A shared ?section= opens that view (issue 26); the sections not shown are not drawn (nor computed)."""
+    at = app_test(PAGE, n=FAST, **({} if section == "tree" else {"section": section}))
+    _ok(at)
+    assert at.radio(key="trees.section").value == section
+    assert len(at.get("plotly_chart")) == charts
+    labels = [m.label for m in at.metric]
+    assert "alpha, one candidate" in labels and shown in labels and hidden not in labels

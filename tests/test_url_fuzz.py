@@ -20,10 +20,12 @@ from ui.controls import SPECS
 PAGES = {  # page file -> settings that reveal its conditional controls (each set is one discovery run)
     "views/algebra.py": [{}, {"mode": "table"}],
     "views/roofline.py": [{}, {"hw": "Custom"}],
-    "views/proof.py": [{"preset": "dirichlet"}, {"preset": "custom"}, {"preset": "logits"}],
+    "views/proof.py": [{"preset": "dirichlet", "section": "all"}, {"preset": "custom", "section": "all"},
+                       {"preset": "logits", "section": "all"}],
     "views/interview.py": [{"part": "Drills"}, {"part": "Flashcards"}, {"part": "Walkthrough"}],
     "views/live.py": [{"apart": "true"}],
-    "views/trees.py": [{}, {"case": "dirichlet", "src": "typed", "shape": "branching"}],
+    "views/trees.py": [{"section": "all"}, {"case": "dirichlet", "src": "typed", "shape": "branching",
+                                        "section": "all"}],
 }
 ROOT = Path(__file__).resolve().parents[1]
 EVIL = "evil.example"
