@@ -1,5 +1,5 @@
 """Presenter mode (ui/presenter.py): ?present=1 turns it on app-wide, every chart gets projector sizes, the CSS is
-on every page, bad URL text gets one line, the sidebar toggle writes the URL."""
+on every page, bad URL text gets one line, the sidebar toggle writes the URL, and the pages we own reorder."""
 
 from __future__ import annotations
 
@@ -114,3 +114,32 @@ def test_bad_url_text_gets_one_line_and_changes_nothing(app_test, raw):
 def test_the_usual_spellings_of_true_turn_it_on(app_test, raw):
     at = app_test("views/trees.py", present=raw)
     assert not at.exception and _css_on(at)
+
+
+# ----------------------------------------------------------------- key figure first, settings folded ----
+def _order(node) -> list:
+    """Leaf elements of a block, in the order drawn."""
+    children = getattr(node, "children", None)
+    if not children:
+        return [node]
+    return [leaf for i in sorted(children) for leaf in _order(children[i])]
+
+
+def test_home_puts_the_worked_case_first_and_folds_the_links(app_test):
+    def first(at, kind):
+        return next(i for i, e in enumerate(_order(at.main)) if e.type == kind)
+
+    on, off = app_test(None, present="1"), app_test(None)
+    assert first(on, "metric") < first(on, "markdown")                # the numbers before the paragraph
+    assert first(off, "markdown") < first(off, "metric")              # and the other way round without it
+    assert [e.label for e in on.expander] == ["Explore: the tour and every page"]
+    assert not [e for e in off.expander if e.label.startswith("Explore")]
+
+
+def test_engines_folds_its_settings(app_test):
+    pytest.importorskip("xllamacpp")
+    on, off = app_test("views/engines.py", present="1"), app_test("views/engines.py")
+    assert not on.exception and not off.exception
+    assert "Settings: speculative mode, draft length, workload" in [e.label for e in on.expander]
+    assert not [e for e in off.expander if e.label.startswith("Settings")]
+    assert {s.label for s in on.slider} == {s.label for s in off.slider}     # the controls still run
