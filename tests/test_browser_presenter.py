@@ -44,19 +44,26 @@ def _styled(page) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-def _sizes(page, url: str, path: str, query: str) -> tuple[float, float | None]:
+METRIC_JS = """() => { const e = document.querySelector('[data-testid="stMain"] [data-testid="stMetricValue"] p')
+  || document.querySelector('[data-testid="stMain"] [data-testid="stMetricValue"]');
+  return e ? parseFloat(getComputedStyle(e).fontSize) : null; }"""
+
+
+def _sizes(page, url: str, path: str, query: str) -> tuple[float, float | None, float | None]:
     open_page(page, url, path, query)
     if query:
         _styled(page)
     assert_no_error(page)
-    return _text_px(page), (_tick_px(page) if path in CHARTS else None)
+    return _text_px(page), (_tick_px(page) if path in CHARTS else None), page.evaluate(METRIC_JS)
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_presenter_mode_enlarges_text_and_tick_labels(page, streamlit_url, path):
-    text_off, tick_off = _sizes(page, streamlit_url, path, "")
-    text_on, tick_on = _sizes(page, streamlit_url, path, "present=1")   # a fresh session: goto reloads
+    text_off, tick_off, metric_off = _sizes(page, streamlit_url, path, "")
+    text_on, tick_on, metric_on = _sizes(page, streamlit_url, path, "present=1")   # a fresh session: goto reloads
     assert text_on >= 1.25 * text_off, (path, text_off, text_on)
+    if metric_off is not None:             # a metric's value grows too (the Markdown rule once shrank it)
+        assert metric_on >= 1.2 * metric_off, (path, metric_off, metric_on)
     if path in CHARTS:
         assert tick_on >= 1.25 * tick_off, (path, tick_off, tick_on)
     assert page.locator('[data-testid="stSidebar"][data-collapsed="true"]').count() == 1   # starts collapsed

@@ -110,7 +110,8 @@ def css(hide_sidebar: bool = False) -> str:
     [data-testid="stCode"] code, .stCode code {{ font-size: 1.2rem !important; }}
     .katex-display .katex {{ font-size: 1.5em !important; }}
     h1 {{ font-size: 3rem !important; }} h2 {{ font-size: 2.5rem !important; }} h3 {{ font-size: 2rem !important; }}
-    [data-testid="stMetricValue"], [data-testid="stMetricValue"] div {{ font-size: 2.8rem !important; }}
+    [data-testid="stMetricValue"], [data-testid="stMetricValue"] div,
+    [data-testid="stMetricValue"] p {{ font-size: 2.8rem !important; }}
     [data-testid="stMetricLabel"] p, [data-testid="stCaptionContainer"],
     [data-testid="stCaptionContainer"] p {{ font-size: 1.2rem !important; }}
     .stButton button p, [data-testid="stPageLink"] p, [data-testid="stExpander"] summary p
