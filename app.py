@@ -7,12 +7,16 @@ Streamlit 1.67 starts in its legacy multipage mode, and the first deep link on a
 
 import streamlit as st
 
+from ui import presenter
 from ui.controls import page_scope
 from ui.theme import register_template
 from ui.tour import TOUR_PARAM, start_link, tour_bar, tour_step
 
-st.set_page_config(page_title="specdec-lab", page_icon=":material/fast_forward:", layout="wide")
+present = presenter.sync()   # ?present=1, app-wide: read from the URL, written back after navigation drops it
+st.set_page_config(page_title="specdec-lab", page_icon=":material/fast_forward:", layout="wide",
+                   initial_sidebar_state="collapsed" if present else "auto")
 register_template()
+presenter.install_chart_hook()
 
 PAGES = [
     # Home is served at /. A default page still reserves its url_path, so it takes an unused one ("index"),
@@ -37,6 +41,9 @@ with st.sidebar:
         "draft/target pair decoding live. Every number on screen is computed, not typed in."
     )
     start_link()
+    presenter.switch()
+if presenter.on():               # the switch may have changed this run
+    presenter.inject()
 
 step = tour_step(st.query_params.get(TOUR_PARAM))
 if step is not None:

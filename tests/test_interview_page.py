@@ -227,7 +227,7 @@ def test_classroom_flag_in_url_turns_it_on(app_test, flag):
     at = app_test(PAGE, part="Drills", classroom=flag)
     _no_exception(at)
     assert at.toggle(key="interview.classroom").value is True
-    css = " ".join(h.proto.body for h in at.get("html"))
+    css = " ".join(m.value for m in at.sidebar.markdown)          # ui.presenter.inject: presenter mode's CSS
     assert "stSidebar" in css and "display: none" in css and "font-size" in css
     # without a seed in the URL, classroom mode uses the shared classroom set
     assert dt.prompt(dr.make_drill("tokens", dr.CLASSROOM_SEED)) in " ".join(m.value for m in at.markdown)

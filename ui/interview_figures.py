@@ -11,15 +11,18 @@ from specdec_core.paged_kv import page_fill, pages_held
 from specdec_core.rejection import accepted_mass, matched_mass
 from specdec_core.roofline import HARDWARE, crossover_batch, ridge, verify_intensity
 from specdec_core.steptime import SHAPES, step_time
-from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure
+from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure, presenter_spec
 
 ALPHA_GRID = np.linspace(0.0, 1.0, 201)
 
 
 def _size(fig: go.Figure, large: bool) -> go.Figure:
-    """Projector size (classroom) or laptop size."""
-    fig.update_layout(height=520 if large else 320, font=dict(size=22 if large else 14),
-                      title_font_size=26 if large else 17, margin=dict(t=60, b=60, l=100 if large else 70, r=20))
+    """Projector size (classroom: presenter mode's sizes, ui.theme.presenter_spec) or laptop size."""
+    if large:
+        fig = go.Figure(presenter_spec(fig))
+    else:
+        fig.update_layout(font=dict(size=14), title_font_size=17)
+    fig.update_layout(height=520 if large else 320, margin=dict(t=60, b=60, l=70, r=20))
     return fig
 
 

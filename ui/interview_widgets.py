@@ -31,23 +31,6 @@ def session_default(name: str, default):
     return st.session_state[name]
 
 
-def classroom_css() -> str:
-    """Projector CSS: larger type and widgets, the sidebar and its toggle hidden."""
-    return """<style>
-    [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
-    [data-testid="stExpandSidebarButton"] { display: none !important; }
-    .stMainBlockContainer, [data-testid="stMainBlockContainer"] { max-width: 1500px; }
-    [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
-    [data-testid="stWidgetLabel"] p, .stRadio label p, .stTextInput input { font-size: 1.55rem !important; }
-    [data-testid="stCode"] code, .stCode code { font-size: 1.3rem !important; }
-    .katex { font-size: 1.6em !important; }
-    h1 { font-size: 3.2rem !important; } h2, h3 { font-size: 2.3rem !important; }
-    [data-testid="stMetricValue"], [data-testid="stMetricValue"] div { font-size: 3rem !important; }
-    [data-testid="stMetricLabel"] p, [data-testid="stCaptionContainer"] { font-size: 1.3rem !important; }
-    .stButton button p { font-size: 1.4rem !important; }
-    </style>"""
-
-
 # ------------------------------------------------------------ checklist ----
 def render_checklist() -> None:
     """The five points, each with its explanation and a link to the page state that shows it."""
@@ -170,9 +153,7 @@ def _solution(drill: dr.Drill, large: bool) -> None:
     with st.expander("Worked solution", expanded=True):
         st.latex(dt.formula(drill))
         st.code("\n".join(dt.solution(drill)), language=None, wrap_lines=True)
-        # Streamlit's chart theme would override the projector font sizes, so large figures opt out.
-        st.plotly_chart(drill_figure(drill, large), key=f"fig_{drill.kind}", width="stretch",
-                        theme=None if large else "streamlit")
+        st.plotly_chart(drill_figure(drill, large), key=f"fig_{drill.kind}", width="stretch")
 
 
 # ------------------------------------------------------ concept questions ----

@@ -1,9 +1,11 @@
-"""Home: the idea in one paragraph, the 30-second answer, and the headline numbers computed live."""
+"""Home: the idea in one paragraph, the 30-second answer, and the headline numbers computed live.
+In presenter mode the worked case comes first and the page links fold away."""
 
 import streamlit as st
 
 from content.interview_content import THIRTY_SECOND_ANSWER
 from specdec_core.algebra import expected_tokens, speedup
+from ui import presenter
 from ui.tour import start_link
 
 # The seed document's worked case.
@@ -21,8 +23,8 @@ def headline() -> dict[str, float]:
     }
 
 
-def render() -> None:
-    st.title("specdec-lab: speculative decoding, taken apart")
+def idea() -> None:
+    """The idea in one paragraph."""
     st.markdown(
         "A large model decoding one token at a time spends most of each step reading its weights from "
         "memory, while its arithmetic units sit mostly idle. **Speculative decoding** puts that idle "
@@ -35,6 +37,9 @@ def render() -> None:
         "and speculation can be slower than plain decoding."
     )
 
+
+def worked_case() -> None:
+    """The headline numbers and their formulas."""
     n = headline()
     st.subheader(f"The seed's worked case: alpha = {ALPHA}, gamma = {GAMMA}, c = {C}, v = {V:g}")
     cols = st.columns(4)
@@ -51,11 +56,17 @@ def render() -> None:
         rf" = \frac{{{n['tokens']:.3f}}}{{{GAMMA}\times{C}+{V:g}}} = {n['speedup']:.2f}\times"
     )
 
+
+def answer() -> None:
+    """The 30-second answer and where to practise it."""
     st.subheader("The 30-second answer")
     st.info(THIRTY_SECOND_ANSWER)
     st.page_link("views/interview.py", label="Practise it against the clock, with its key phrases",
                  icon=":material/timer:", query_params={"part": "30-second"})
 
+
+def explore() -> None:
+    """The tour and a link to every page."""
     st.subheader("Explore")
     start_link("Take the 15-minute guided tour: each page in a chosen state, step by step")
     st.page_link("views/algebra.py", label="Algebra: alpha, gamma, c, v and the speedup", icon=":material/functions:")
@@ -71,6 +82,21 @@ def render() -> None:
         label="Interview prep: drills and the 30-second answer",
         icon=":material/record_voice_over:",
     )
+
+
+def render() -> None:
+    st.title("specdec-lab: speculative decoding, taken apart")
+    if presenter.on():
+        worked_case()
+        idea()
+        answer()
+        with presenter.secondary("Explore: the tour and every page"):
+            explore()
+        return
+    idea()
+    worked_case()
+    answer()
+    explore()
 
 
 render()

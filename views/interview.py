@@ -14,6 +14,7 @@ import streamlit as st
 from content import interview_content as ic
 from specdec_core import drills as dr
 from ui import interview_widgets as w
+from ui import presenter
 from ui.controls import bound_radio, bound_text, bound_toggle, set_value, slider_input
 from ui.interview_mock import render_mock
 from ui.safe_text import md
@@ -25,7 +26,7 @@ def classroom_toggle() -> bool:
     """The URL-bound classroom switch; ?classroom=1 (or yes/on) is accepted as well as =true."""
     return bound_toggle(
         "Classroom mode", key="classroom",
-        help="For a projector: large type, no sidebar, and drills become predict-then-reveal. "
+        help="For a projector: presenter mode's large type, no sidebar, and drills become predict-then-reveal. "
              "Uses the shared 'classroom' seed unless the URL gives another.",
     )
 
@@ -67,7 +68,7 @@ def render() -> None:
     st.title("Interview prep")
     classroom = classroom_toggle()
     if classroom:
-        st.html(w.classroom_css())
+        presenter.inject(hide_sidebar=True)   # presenter mode's type, and no sidebar at all
     st.markdown(
         "Practise the points that separate a memorised answer from an understood one: numbers you can "
         "compute on a whiteboard, the traps interviewers probe, and a crisp 30-second summary."
