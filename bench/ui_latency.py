@@ -126,23 +126,30 @@ async def settle(pg, timeout_ms: float, quiet_ms: int = 500) -> None:
     raise RuntimeError("the app kept rerunning")
 
 
-def watch_runs(pg) -> list[float]:
-    """The perf_counter times at which the server's script_finished messages reach this page (a list that grows).
+def watch_runs(pg) -> list[tuple[float, str]]:
+    """(perf_counter time, status) of each script_finished message that reaches this page (a list that grows).
 
     script_finished (a ForwardMsg over the app's websocket) is what turns the script state back to notRunning;
     reading it off the wire catches a run that starts and ends within one browser frame, which the DOM may not.
+    Streamlit's AppSession sends it at the end of every run with a status: FINISHED_SUCCESSFULLY (a full run),
+    FINISHED_FRAGMENT_RUN_SUCCESSFULLY (an st.fragment rerun, which also starts with new_session and turns the
+    state to running), FINISHED_EARLY_FOR_RERUN (a run cut short by a newer one: not an end) or
+    FINISHED_WITH_COMPILE_ERROR.
     """
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    finished: list[float] = []
+    finished: list[tuple[float, str]] = []
 
     def frame(payload) -> None:
         if isinstance(payload, (bytes, bytearray)):
             try:
-                if ForwardMsg.FromString(bytes(payload)).WhichOneof("type") == "script_finished":
-                    finished.append(time.perf_counter())
-            except Exception:  # not a ForwardMsg (a cached-message reference, say): not a run's end
-                pass
+                msg = ForwardMsg.FromString(bytes(payload))
+            except Exception:  # not a ForwardMsg: not a run's end
+                return
+            if msg.WhichOneof("type") == "script_finished":
+                status = ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
+                if status != "FINISHED_EARLY_FOR_RERUN":
+                    finished.append((time.perf_counter(), status))
 
     pg.on("websocket", lambda ws: ws.on("framereceived", frame))
     return finished
@@ -162,11 +169,12 @@ async def open_time(browser, url: str, timeout_ms: float) -> tuple[float, object
     return seconds, (ctx, pg)
 
 
-async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> float:
-    """Seconds from one arrow-key press on the slider to the end of the rerun it starts (page clock)."""
+async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> tuple[float, str]:
+    """(seconds from one arrow-key press on the slider to the end of the last run it starts, that run's
+    script_finished status: a fragment rerun or a full one)."""
     css = f'.st-key-{slider_key.replace(".", "-")}'
     thumb = pg.locator(f'{css} [role="slider"], {css} input[type="range"]').first
-    await thumb.focus()
+    await thumb.focus(timeout=timeout_ms)
     seen = len(pg.finished)
     t0 = time.perf_counter()
     await pg.keyboard.press(key)
@@ -176,21 +184,25 @@ async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> float:
             raise TimeoutError(f"no rerun ended within {timeout_ms / 1000:.0f} s of a step on {slider_key}")
         await asyncio.sleep(0.01)
     await settle(pg, timeout_ms, quiet_ms=300)   # a follow-up rerun (URL write-back, a queued step) counts too
-    return pg.finished[-1] - t0
+    end, status = pg.finished[-1]
+    return end - t0, status
 
 
 async def page_row(browser, url: str, path: str, sliders: list[str], repeats: int, timeout_ms: float) -> dict:
     """Median/min/max of the open time and of each slider's step time on one page."""
-    opens, steps = [], {s: [] for s in sliders}
+    opens, steps, kinds = [], {s: [] for s in sliders}, {s: [] for s in sliders}
     for i in range(repeats):
         seconds, (ctx, pg) = await open_time(browser, f"{url}/{path}", timeout_ms)
         opens.append(seconds)
         for s in sliders:
             # alternate right/left so the value stays near its default and never sticks at a bound
-            steps[s].append(await step_time(pg, s, "ArrowRight" if i % 2 == 0 else "ArrowLeft", timeout_ms))
+            dt, status = await step_time(pg, s, "ArrowRight" if i % 2 == 0 else "ArrowLeft", timeout_ms)
+            steps[s].append(dt)
+            kinds[s].append("fragment" if status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" else "full")
         await ctx.close()
     all_steps = [x for v in steps.values() for x in v]
-    return {"open": summary(opens), "step": summary(all_steps), "by_control": {s: summary(v) for s, v in steps.items()}}
+    return {"open": summary(opens), "step": summary(all_steps),
+            "by_control": {s: {**summary(v), "runs": runs(kinds[s])} for s, v in steps.items()}}
 
 
 async def concurrent(browser, url: str, path: str, slider: str, sessions: int, steps: int,
@@ -204,7 +216,8 @@ async def concurrent(browser, url: str, path: str, slider: str, sessions: int, s
         out = []
         try:
             for j in range(steps):
-                out.append(await step_time(pg, slider, "ArrowRight" if j % 2 == 0 else "ArrowLeft", timeout_ms))
+                dt, _ = await step_time(pg, slider, "ArrowRight" if j % 2 == 0 else "ArrowLeft", timeout_ms)
+                out.append(dt)
         except Exception as exc:
             return out, f"{type(exc).__name__}: {str(exc)[:80]}"
         finally:
@@ -223,6 +236,11 @@ def summary(xs: list[float]) -> dict:
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
+def runs(kinds: list[str]) -> str:
+    """How the steps' last runs ended, e.g. "5 fragment" or "3 full, 2 fragment"."""
+    return ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
+
+
 def percentiles(xs: list[float]) -> dict:
     """p50 and p95 (nearest rank) of a list of seconds; NaN when empty."""
     if not xs:
@@ -239,6 +257,12 @@ def table(rows: dict, floor: dict) -> str:
         lines.append(f"| {name} | {o['median']:.2f} ({o['min']:.2f}-{o['max']:.2f}) | "
                      f"{o['median'] / floor['open']['median']:.1f} | {s['median']:.2f} ({s['min']:.2f}-{s['max']:.2f}) "
                      f"| {s['median'] / floor['step']['median']:.1f} |")
+    lines += ["", "| page | control | step s (min-max) | x floor | reruns |", "|---|---|---|---|---|"]
+    for name, r in rows.items():
+        for control, c in r["by_control"].items():
+            lines.append(f"| {name} | {control.split('.')[-1].removesuffix('__slider')} | {c['median']:.2f} "
+                         f"({c['min']:.2f}-{c['max']:.2f}) | {c['median'] / floor['step']['median']:.1f} | "
+                         f"{c['runs']} |")
     return "\n".join(lines)
 
 
