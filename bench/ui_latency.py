@@ -19,15 +19,12 @@ import asyncio
 import os
 import platform
 import shutil
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
+
+from ui.serving import CHROMIUM_ARGS, SETTLED_JS, streamlit_server, watch_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,54 +43,9 @@ x = st.slider("x", 0.0, 1.0, 0.5, 0.01, key="floor__slider")
 t = np.linspace(0, 1, 101)
 st.plotly_chart(go.Figure(go.Scatter(x=t, y=t ** (1 + 4 * x))), key="fig")
 '''
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
-SETTLED_JS = """() => {
-  const a = document.querySelector('[data-testid="stApp"]');
-  if (!a || a.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  if (document.querySelector('[data-stale="true"]')) return false;
-  return document.querySelector('[data-testid="stMain"] [data-testid="stElementContainer"]') !== null;
-}"""
 
 
 # ---------------------------------------------------------------------------------------------- server ----
-def free_port() -> int:
-    """An unused loopback port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def serve(script: Path, log: Path):
-    """`streamlit run script` on loopback; yields (url, process) once /_stcore/health answers."""
-    port = free_port()
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=script.parent, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 90
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                        break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"streamlit did not start; see {log}") from None
-                    time.sleep(0.3)
-            yield url, proc
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
 def rss_mb(pid: int) -> float:
     """Resident memory of a process, MB (Linux /proc)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -124,35 +76,6 @@ async def settle(pg, timeout_ms: float, quiet_ms: int = 500) -> None:
         if await pg.evaluate(SETTLED_JS):
             return
     raise RuntimeError("the app kept rerunning")
-
-
-def watch_runs(pg) -> list[tuple[float, str]]:
-    """(perf_counter time, status) of each script_finished message that reaches this page (a list that grows).
-
-    script_finished (a ForwardMsg over the app's websocket) is what turns the script state back to notRunning;
-    reading it off the wire catches a run that starts and ends within one browser frame, which the DOM may not.
-    Streamlit's AppSession sends it at the end of every run with a status: FINISHED_SUCCESSFULLY (a full run),
-    FINISHED_FRAGMENT_RUN_SUCCESSFULLY (an st.fragment rerun, which also starts with new_session and turns the
-    state to running), FINISHED_EARLY_FOR_RERUN (a run cut short by a newer one: not an end) or
-    FINISHED_WITH_COMPILE_ERROR.
-    """
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    finished: list[tuple[float, str]] = []
-
-    def frame(payload) -> None:
-        if isinstance(payload, (bytes, bytearray)):
-            try:
-                msg = ForwardMsg.FromString(bytes(payload))
-            except Exception:  # not a ForwardMsg: not a run's end
-                return
-            if msg.WhichOneof("type") == "script_finished":
-                status = ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
-                if status != "FINISHED_EARLY_FOR_RERUN":
-                    finished.append((time.perf_counter(), status))
-
-    pg.on("websocket", lambda ws: ws.on("framereceived", frame))
-    return finished
 
 
 async def open_time(browser, url: str, timeout_ms: float) -> tuple[float, object]:
@@ -278,10 +201,10 @@ async def run(args) -> dict:
     try:
         async with async_playwright() as pw:
             browser = await launch(pw)
-            with serve(tmp / "floor.py", tmp / "floor.log") as (url, _):
+            with streamlit_server(tmp / "floor.py", tmp / "floor.log") as (url, _):
                 await open_time(browser, url, timeout_ms)  # warm the server
                 out["floor"] = await page_row(browser, url, "", ["floor__slider"], args.repeats, timeout_ms)
-            with serve(ROOT / "app.py", tmp / "app.log") as (url, proc):
+            with streamlit_server(ROOT / "app.py", tmp / "app.log") as (url, proc):
                 rows = {}
                 for p in pages:
                     _, (ctx, _pg) = await open_time(browser, f"{url}/{p}", timeout_ms)  # warm caches and imports

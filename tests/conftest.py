@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from doubles import streamlit_server
 
+from ui.serving import CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
 
@@ -79,16 +81,7 @@ def browser():
         b = pw.chromium.launch(
             executable_path=exe,
             headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-dev-shm-usage",
-            ],
+            args=CHROMIUM_ARGS,
         )
         try:
             yield b
