@@ -3,8 +3,9 @@
 For every page: the warm open time (a new browser context on a warm server, until the app's script state is
 notRunning with content drawn) and the rerun time after one arrow-key step on each main slider (from the key
 press until the server's script_finished message, which returns the script state to notRunning, arrives).
-The floor is a minimal app of one slider and one Plotly chart, served the same way. Then N concurrent
-sessions step a slider on one page (p50/p95 of their reruns).
+The floor is a minimal app of one slider and one Plotly chart, served the same way at the same time and measured
+in turn with the pages, round by round (on a shared machine the load moves: so the ratio compares like with
+like). Then N concurrent sessions step a slider on one page (p50/p95 of their reruns).
 Headless Debian Chromium through Playwright, as tests/conftest.py launches it; loopback only; bounded by
 --repeats, --sessions and a per-wait timeout.
 
@@ -111,20 +112,27 @@ async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> tuple[f
     return end - t0, status
 
 
-async def page_row(browser, url: str, path: str, sliders: list[str], repeats: int, timeout_ms: float) -> dict:
-    """Median/min/max of the open time and of each slider's step time on one page."""
-    opens, steps, kinds = [], {s: [] for s in sliders}, {s: [] for s in sliders}
-    for i in range(repeats):
+async def page_samples(browser, url: str, path: str, sliders: list[str], rounds: range, timeout_ms: float,
+                       into: dict | None = None) -> dict:
+    """Open `path` once per round and step each slider once (right on even rounds, left on odd ones, so the value
+    stays near its default and never sticks at a bound); appends to `into`: open times, step times, run kinds."""
+    into = into or {"open": [], "steps": {s: [] for s in sliders}, "kinds": {s: [] for s in sliders}}
+    for i in rounds:
         seconds, (ctx, pg) = await open_time(browser, f"{url}/{path}", timeout_ms)
-        opens.append(seconds)
+        into["open"].append(seconds)
         for s in sliders:
-            # alternate right/left so the value stays near its default and never sticks at a bound
             dt, status = await step_time(pg, s, "ArrowRight" if i % 2 == 0 else "ArrowLeft", timeout_ms)
-            steps[s].append(dt)
-            kinds[s].append("fragment" if status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" else "full")
+            into["steps"][s].append(dt)
+            into["kinds"][s].append("fragment" if status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" else "full")
         await ctx.close()
+    return into
+
+
+def page_row(samples: dict) -> dict:
+    """Median/min/max of the open time and of each slider's step time on one page."""
+    steps, kinds = samples["steps"], samples["kinds"]
     all_steps = [x for v in steps.values() for x in v]
-    return {"open": summary(opens), "step": summary(all_steps),
+    return {"open": summary(samples["open"]), "step": summary(all_steps),
             "by_control": {s: {**summary(v), "runs": runs(kinds[s])} for s, v in steps.items()}}
 
 
@@ -201,23 +209,30 @@ async def run(args) -> dict:
     try:
         async with async_playwright() as pw:
             browser = await launch(pw)
-            with streamlit_server(tmp / "floor.py", tmp / "floor.log") as (url, _):
-                await open_time(browser, url, timeout_ms)  # warm the server
-                out["floor"] = await page_row(browser, url, "", ["floor__slider"], args.repeats, timeout_ms)
-            with streamlit_server(ROOT / "app.py", tmp / "app.log") as (url, proc):
-                rows = {}
+            # both servers at once, measured round by round (the floor, then each page), so that a shared
+            # machine's changing load falls on the floor and the pages alike and their ratio means something
+            with streamlit_server(tmp / "floor.py", tmp / "floor.log") as (floor_url, _), \
+                    streamlit_server(ROOT / "app.py", tmp / "app.log") as (url, proc):
+                await (await open_time(browser, floor_url, timeout_ms))[1][0].close()  # warm the server
                 for p in pages:
-                    _, (ctx, _pg) = await open_time(browser, f"{url}/{p}", timeout_ms)  # warm caches and imports
-                    await ctx.close()
-                    sliders = [f"{p}.{c}__slider" for c in CONTROLS[p]]
-                    try:
-                        rows[f"/{p}"] = await page_row(browser, url, p, sliders, args.repeats, timeout_ms)
-                    except Exception as exc:  # one page's failure is reported; the others are still measured
-                        print(f"/{p}: FAILED {type(exc).__name__}: {str(exc)[:160]}", flush=True)
-                        continue
-                    r = rows[f"/{p}"]
-                    print(f"/{p}: open {r['open']['median']:.2f} s, step {r['step']['median']:.2f} s "
-                          f"(load {load_average()})", flush=True)
+                    await (await open_time(browser, f"{url}/{p}", timeout_ms))[1][0].close()  # caches, imports
+                floor, samples, failed = None, {}, {}
+                for i in range(args.repeats):
+                    floor = await page_samples(browser, floor_url, "", ["floor__slider"], range(i, i + 1),
+                                               timeout_ms, floor)
+                    for p in pages:
+                        if p in failed:
+                            continue
+                        sliders = [f"{p}.{c}__slider" for c in CONTROLS[p]]
+                        try:
+                            samples[p] = await page_samples(browser, url, p, sliders, range(i, i + 1), timeout_ms,
+                                                            samples.get(p))
+                        except Exception as exc:  # one page's failure is reported; the others are still measured
+                            failed[p] = f"{type(exc).__name__}: {str(exc)[:160]}"
+                            print(f"/{p}: FAILED {failed[p]}", flush=True)
+                    print(f"round {i + 1}/{args.repeats} done (load {load_average()})", flush=True)
+                out["floor"] = page_row(floor)
+                rows = {f"/{p}": page_row(v) for p, v in samples.items() if p not in failed}
                 out["pages"] = rows
                 if args.sessions > 0:
                     cp = args.concurrent_page
