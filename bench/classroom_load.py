@@ -85,7 +85,8 @@ async def run(args) -> dict:
     from playwright.async_api import async_playwright
 
     report: dict = {"load_start": ul.load_average(), "algebra": []}
-    with tempfile.TemporaryDirectory() as tmp, ul.serve(ul.ROOT / "app.py", Path(tmp) / "app.log") as (url, proc):
+    with tempfile.TemporaryDirectory() as tmp, \
+            ul.streamlit_server(ul.ROOT / "app.py", Path(tmp) / "app.log") as (url, proc):
         async with async_playwright() as pw:
             browser = await ul.launch(pw)
             timeout_ms = args.timeout_s * 1000

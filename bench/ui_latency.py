@@ -3,8 +3,9 @@
 For every page: the warm open time (a new browser context on a warm server, until the app's script state is
 notRunning with content drawn) and the rerun time after one arrow-key step on each main slider (from the key
 press until the server's script_finished message, which returns the script state to notRunning, arrives).
-The floor is a minimal app of one slider and one Plotly chart, served the same way. Then N concurrent
-sessions step a slider on one page (p50/p95 of their reruns).
+The floor is a minimal app of one slider and one Plotly chart, served the same way at the same time and measured
+in turn with the pages, round by round (on a shared machine the load moves: so the ratio compares like with
+like). Then N concurrent sessions step a slider on one page (p50/p95 of their reruns).
 Headless Debian Chromium through Playwright, as tests/conftest.py launches it; loopback only; bounded by
 --repeats, --sessions and a per-wait timeout.
 
@@ -19,15 +20,12 @@ import asyncio
 import os
 import platform
 import shutil
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
+
+from ui.serving import CHROMIUM_ARGS, SETTLED_JS, streamlit_server, watch_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,54 +44,9 @@ x = st.slider("x", 0.0, 1.0, 0.5, 0.01, key="floor__slider")
 t = np.linspace(0, 1, 101)
 st.plotly_chart(go.Figure(go.Scatter(x=t, y=t ** (1 + 4 * x))), key="fig")
 '''
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
-SETTLED_JS = """() => {
-  const a = document.querySelector('[data-testid="stApp"]');
-  if (!a || a.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  if (document.querySelector('[data-stale="true"]')) return false;
-  return document.querySelector('[data-testid="stMain"] [data-testid="stElementContainer"]') !== null;
-}"""
 
 
 # ---------------------------------------------------------------------------------------------- server ----
-def free_port() -> int:
-    """An unused loopback port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def serve(script: Path, log: Path):
-    """`streamlit run script` on loopback; yields (url, process) once /_stcore/health answers."""
-    port = free_port()
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=script.parent, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 90
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                        break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"streamlit did not start; see {log}") from None
-                    time.sleep(0.3)
-            yield url, proc
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
 def rss_mb(pid: int) -> float:
     """Resident memory of a process, MB (Linux /proc)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -126,28 +79,6 @@ async def settle(pg, timeout_ms: float, quiet_ms: int = 500) -> None:
     raise RuntimeError("the app kept rerunning")
 
 
-def watch_runs(pg) -> list[float]:
-    """The perf_counter times at which the server's script_finished messages reach this page (a list that grows).
-
-    script_finished (a ForwardMsg over the app's websocket) is what turns the script state back to notRunning;
-    reading it off the wire catches a run that starts and ends within one browser frame, which the DOM may not.
-    """
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    finished: list[float] = []
-
-    def frame(payload) -> None:
-        if isinstance(payload, (bytes, bytearray)):
-            try:
-                if ForwardMsg.FromString(bytes(payload)).WhichOneof("type") == "script_finished":
-                    finished.append(time.perf_counter())
-            except Exception:  # not a ForwardMsg (a cached-message reference, say): not a run's end
-                pass
-
-    pg.on("websocket", lambda ws: ws.on("framereceived", frame))
-    return finished
-
-
 async def open_time(browser, url: str, timeout_ms: float) -> tuple[float, object]:
     """Seconds from navigation to the first settled state in a new context; returns (seconds, (context, page))."""
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -162,11 +93,12 @@ async def open_time(browser, url: str, timeout_ms: float) -> tuple[float, object
     return seconds, (ctx, pg)
 
 
-async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> float:
-    """Seconds from one arrow-key press on the slider to the end of the rerun it starts (page clock)."""
+async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> tuple[float, str]:
+    """(seconds from one arrow-key press on the slider to the end of the last run it starts, that run's
+    script_finished status: a fragment rerun or a full one)."""
     css = f'.st-key-{slider_key.replace(".", "-")}'
     thumb = pg.locator(f'{css} [role="slider"], {css} input[type="range"]').first
-    await thumb.focus()
+    await thumb.focus(timeout=timeout_ms)
     seen = len(pg.finished)
     t0 = time.perf_counter()
     await pg.keyboard.press(key)
@@ -176,21 +108,32 @@ async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> float:
             raise TimeoutError(f"no rerun ended within {timeout_ms / 1000:.0f} s of a step on {slider_key}")
         await asyncio.sleep(0.01)
     await settle(pg, timeout_ms, quiet_ms=300)   # a follow-up rerun (URL write-back, a queued step) counts too
-    return pg.finished[-1] - t0
+    end, status = pg.finished[-1]
+    return end - t0, status
 
 
-async def page_row(browser, url: str, path: str, sliders: list[str], repeats: int, timeout_ms: float) -> dict:
-    """Median/min/max of the open time and of each slider's step time on one page."""
-    opens, steps = [], {s: [] for s in sliders}
-    for i in range(repeats):
+async def page_samples(browser, url: str, path: str, sliders: list[str], rounds: range, timeout_ms: float,
+                       into: dict | None = None) -> dict:
+    """Open `path` once per round and step each slider once (right on even rounds, left on odd ones, so the value
+    stays near its default and never sticks at a bound); appends to `into`: open times, step times, run kinds."""
+    into = into or {"open": [], "steps": {s: [] for s in sliders}, "kinds": {s: [] for s in sliders}}
+    for i in rounds:
         seconds, (ctx, pg) = await open_time(browser, f"{url}/{path}", timeout_ms)
-        opens.append(seconds)
+        into["open"].append(seconds)
         for s in sliders:
-            # alternate right/left so the value stays near its default and never sticks at a bound
-            steps[s].append(await step_time(pg, s, "ArrowRight" if i % 2 == 0 else "ArrowLeft", timeout_ms))
+            dt, status = await step_time(pg, s, "ArrowRight" if i % 2 == 0 else "ArrowLeft", timeout_ms)
+            into["steps"][s].append(dt)
+            into["kinds"][s].append("fragment" if status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" else "full")
         await ctx.close()
+    return into
+
+
+def page_row(samples: dict) -> dict:
+    """Median/min/max of the open time and of each slider's step time on one page."""
+    steps, kinds = samples["steps"], samples["kinds"]
     all_steps = [x for v in steps.values() for x in v]
-    return {"open": summary(opens), "step": summary(all_steps), "by_control": {s: summary(v) for s, v in steps.items()}}
+    return {"open": summary(samples["open"]), "step": summary(all_steps),
+            "by_control": {s: {**summary(v), "runs": runs(kinds[s])} for s, v in steps.items()}}
 
 
 async def concurrent(browser, url: str, path: str, slider: str, sessions: int, steps: int,
@@ -204,7 +147,8 @@ async def concurrent(browser, url: str, path: str, slider: str, sessions: int, s
         out = []
         try:
             for j in range(steps):
-                out.append(await step_time(pg, slider, "ArrowRight" if j % 2 == 0 else "ArrowLeft", timeout_ms))
+                dt, _ = await step_time(pg, slider, "ArrowRight" if j % 2 == 0 else "ArrowLeft", timeout_ms)
+                out.append(dt)
         except Exception as exc:
             return out, f"{type(exc).__name__}: {str(exc)[:80]}"
         finally:
@@ -223,6 +167,11 @@ def summary(xs: list[float]) -> dict:
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
+def runs(kinds: list[str]) -> str:
+    """How the steps' last runs ended, e.g. "5 fragment" or "3 full, 2 fragment"."""
+    return ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
+
+
 def percentiles(xs: list[float]) -> dict:
     """p50 and p95 (nearest rank) of a list of seconds; NaN when empty."""
     if not xs:
@@ -239,6 +188,12 @@ def table(rows: dict, floor: dict) -> str:
         lines.append(f"| {name} | {o['median']:.2f} ({o['min']:.2f}-{o['max']:.2f}) | "
                      f"{o['median'] / floor['open']['median']:.1f} | {s['median']:.2f} ({s['min']:.2f}-{s['max']:.2f}) "
                      f"| {s['median'] / floor['step']['median']:.1f} |")
+    lines += ["", "| page | control | step s (min-max) | x floor | reruns |", "|---|---|---|---|---|"]
+    for name, r in rows.items():
+        for control, c in r["by_control"].items():
+            lines.append(f"| {name} | {control.split('.')[-1].removesuffix('__slider')} | {c['median']:.2f} "
+                         f"({c['min']:.2f}-{c['max']:.2f}) | {c['median'] / floor['step']['median']:.1f} | "
+                         f"{c['runs']} |")
     return "\n".join(lines)
 
 
@@ -254,23 +209,30 @@ async def run(args) -> dict:
     try:
         async with async_playwright() as pw:
             browser = await launch(pw)
-            with serve(tmp / "floor.py", tmp / "floor.log") as (url, _):
-                await open_time(browser, url, timeout_ms)  # warm the server
-                out["floor"] = await page_row(browser, url, "", ["floor__slider"], args.repeats, timeout_ms)
-            with serve(ROOT / "app.py", tmp / "app.log") as (url, proc):
-                rows = {}
+            # both servers at once, measured round by round (the floor, then each page), so that a shared
+            # machine's changing load falls on the floor and the pages alike and their ratio means something
+            with streamlit_server(tmp / "floor.py", tmp / "floor.log") as (floor_url, _), \
+                    streamlit_server(ROOT / "app.py", tmp / "app.log") as (url, proc):
+                await (await open_time(browser, floor_url, timeout_ms))[1][0].close()  # warm the server
                 for p in pages:
-                    _, (ctx, _pg) = await open_time(browser, f"{url}/{p}", timeout_ms)  # warm caches and imports
-                    await ctx.close()
-                    sliders = [f"{p}.{c}__slider" for c in CONTROLS[p]]
-                    try:
-                        rows[f"/{p}"] = await page_row(browser, url, p, sliders, args.repeats, timeout_ms)
-                    except Exception as exc:  # one page's failure is reported; the others are still measured
-                        print(f"/{p}: FAILED {type(exc).__name__}: {str(exc)[:160]}", flush=True)
-                        continue
-                    r = rows[f"/{p}"]
-                    print(f"/{p}: open {r['open']['median']:.2f} s, step {r['step']['median']:.2f} s "
-                          f"(load {load_average()})", flush=True)
+                    await (await open_time(browser, f"{url}/{p}", timeout_ms))[1][0].close()  # caches, imports
+                floor, samples, failed = None, {}, {}
+                for i in range(args.repeats):
+                    floor = await page_samples(browser, floor_url, "", ["floor__slider"], range(i, i + 1),
+                                               timeout_ms, floor)
+                    for p in pages:
+                        if p in failed:
+                            continue
+                        sliders = [f"{p}.{c}__slider" for c in CONTROLS[p]]
+                        try:
+                            samples[p] = await page_samples(browser, url, p, sliders, range(i, i + 1), timeout_ms,
+                                                            samples.get(p))
+                        except Exception as exc:  # one page's failure is reported; the others are still measured
+                            failed[p] = f"{type(exc).__name__}: {str(exc)[:160]}"
+                            print(f"/{p}: FAILED {failed[p]}", flush=True)
+                    print(f"round {i + 1}/{args.repeats} done (load {load_average()})", flush=True)
+                out["floor"] = page_row(floor)
+                rows = {f"/{p}": page_row(v) for p, v in samples.items() if p not in failed}
                 out["pages"] = rows
                 if args.sessions > 0:
                     cp = args.concurrent_page

@@ -7,7 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browser_helpers import run_log
 from doubles import streamlit_server
+
+from ui.serving import CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
@@ -74,16 +77,7 @@ def browser():
         b = pw.chromium.launch(
             executable_path=exe,
             headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-dev-shm-usage",
-            ],
+            args=CHROMIUM_ARGS,
         )
         try:
             yield b
@@ -96,6 +90,7 @@ def page(browser, streamlit_url):
     """A fresh browser page (1400x1000) per test; closes afterwards."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
+    run_log(pg)                         # before the app opens: browser_helpers waits on its runs' ends
     pg.set_default_timeout(60_000)
     try:
         yield pg

@@ -1,4 +1,5 @@
-"""Shared test doubles: a Markov "language model" implementing DecoderLM, and a `streamlit run` server.
+"""Shared test doubles: a Markov "language model" implementing DecoderLM, and the app's `streamlit run` server
+(ui.serving's, on app.py, logging under artifacts/).
 
 Its logits at a position depend only on that position's token (logits = table[x_t]), so the law of a
 few decoded tokens is enumerable in closed form, while the real decoder, drafters and rules run on it.
@@ -6,18 +7,15 @@ few decoded tokens is enumerable in closed form, while the real decoder, drafter
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from ui.serving import streamlit_server as _serve
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,38 +55,5 @@ class MarkovLM:
 @contextmanager
 def streamlit_server(log_name: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """`streamlit run app.py` on a free loopback port, logging to artifacts/<log_name>; yields (url, process)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    (ROOT / "artifacts").mkdir(exist_ok=True)
-    with open(ROOT / "artifacts" / log_name, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_healthy(url, proc, log_name)
-            yield url, proc
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, log_name: str, timeout_s: float = 90.0) -> None:
-    """Poll /_stcore/health until it answers 'ok'; RuntimeError if the server exits or never answers."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited early with code {proc.returncode}; see artifacts/{log_name}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().decode().strip() == "ok":
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError(f"streamlit did not answer /_stcore/health within {timeout_s:.0f} s")
+    with _serve(ROOT / "app.py", ROOT / "artifacts" / log_name) as running:
+        yield running

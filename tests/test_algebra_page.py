@@ -239,7 +239,12 @@ def _charts(at) -> list[dict]:
 
 def test_figures_plot_the_core_numbers(app_test):
     at = app_test(PAGE, alpha="0.8", gamma="4", c="0.05", v="3.5")
-    gamma_fig, alpha_fig, heat, pmf_fig = _charts(at)
+    gamma_fig, alpha_fig, pmf_fig = _charts(at)                 # the law of N is the default below the curves
+    at.radio(key="algebra.fig").set_value("heat").run()         # the heat map is the other choice
+    assert_clean(at)
+    assert [f["layout"]["title"]["text"] for f in _charts(at)[:2]] == [gamma_fig["layout"]["title"]["text"],
+                                                                       alpha_fig["layout"]["title"]["text"]]
+    heat = _charts(at)[2]
     gs = np.arange(17)
     np.testing.assert_allclose(_array(gamma_fig["data"][0]["y"]), alg.expected_tokens(0.8, gs))
     np.testing.assert_allclose(_array(gamma_fig["data"][1]["y"]), alg.speedup(0.8, gs, 0.05, 3.5))
@@ -306,7 +311,7 @@ def test_free_mode_says_the_search_holds_v_fixed(app_test):
 
 
 def test_decoder_shape_mode_at_batch_512_context_256(app_test):
-    at = app_test(PAGE, cost="shape", batch="512", ctx="256", alpha="0.8")
+    at = app_test(PAGE, cost="shape", batch="512", ctx="256", alpha="0.8", fig="heat")
     assert_clean(at)
     costs = _shape_costs(512, 256)
     m = metrics(at)

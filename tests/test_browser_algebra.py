@@ -1,7 +1,7 @@
 """Real-browser tests of the algebra page: a slider moved and a table cell edited in Chromium change the readouts."""
 
 import pytest
-from browser_helpers import assert_no_error, nudge_slider, open_page, screenshot, wait_for_app
+from browser_helpers import assert_no_error, nudge_slider, open_page, screenshot, type_number
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from specdec_core.algebra import expected_tokens_positional, speedup
@@ -54,11 +54,7 @@ def test_per_position_rates_change_readout_and_url(page, streamlit_url):
     before = _metrics(page)
     rates = [0.2, 0.7 * 0.9, 0.7 * 0.81]                        # alpha_1 typed, rows 2 and 3 from the decay model
     want = f"{expected_tokens_positional(rates):.3f}"
-    box = page.locator('.st-key-algebra-aj input')
-    box.fill("0.2")
-    box.press("Enter")
-    page.wait_for_timeout(300)
-    wait_for_app(page)
+    type_number(page, "algebra-aj", "0.2")                      # fill, Enter, and wait for the rerun to end
     _await_metric(page, 0, want, timeout_ms=30_000)
     after = _metrics(page)
     assert after[0] == want, (before, after)

@@ -1,7 +1,7 @@
 """Real-browser test: the roofline page renders its readouts, figures and the probe without error."""
 
 import pytest
-from browser_helpers import ARTIFACTS, assert_no_error, open_page, screenshot, type_number, wait_for_app
+from browser_helpers import ARTIFACTS, after_run, assert_no_error, open_page, screenshot, type_number, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -30,9 +30,7 @@ def test_roofline_unsupported_precision_and_probe(page, streamlit_url):
     page.get_by_text("not supported by this hardware").first.wait_for()
     assert page.get_by_text("not supported by this hardware").first.is_visible()
     assert_no_error(page)
-    page.get_by_role("button", name="Measure it here").click()
-    page.wait_for_timeout(500)
-    wait_for_app(page, timeout_ms=90_000)
+    after_run(page, page.get_by_role("button", name="Measure it here").click, "pressing Measure it here")
     assert_no_error(page)
     page.get_by_text("Measured on CPU").first.wait_for()
     chart = page.locator('[data-testid="stPlotlyChart"]').last

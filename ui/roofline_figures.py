@@ -9,7 +9,9 @@ import plotly.graph_objects as go
 
 from specdec_core import roofline as rl
 from specdec_core.steptime import SpecCurve, StepTime, linear_stack_time
-from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure
+from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure, register_template
+
+register_template()
 
 MODEL_LABEL = "roofline model, not a measurement"
 LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0)
@@ -20,7 +22,9 @@ def _titled(title: str, subtitle: str = MODEL_LABEL, **layout) -> go.Figure:
     layout.setdefault("margin", dict(t=80, b=40))
     layout.setdefault("legend", LEGEND_BELOW)
     layout.setdefault("height", 460)
-    return new_figure(title=dict(text=title, subtitle=dict(text=subtitle)), **layout)
+    # the app template is Plotly's default once registered: one validation of it, where ui.theme.new_figure's
+    # register + update_layout(template=...) makes three (the same figure; most of a figure's build time)
+    return go.Figure(layout=dict(title=dict(text=title, subtitle=dict(text=subtitle)), **layout))
 
 
 def _vline(fig: go.Figure, x: float, text: str, colour: str, dash: str, log_x: bool, y: float = 1.0,

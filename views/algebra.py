@@ -19,6 +19,7 @@ from ui.safe_text import md
 MAX_GAMMA = 32                     # the integer search range for the best gamma
 MC_STEPS = 200_000                 # Monte Carlo steps shown on the page
 MODES = ["constant", "decay", "table"]
+BELOW = {"pmf": "tokens per step: exact and simulated", "heat": "best gamma over alpha and c (heat map)"}
 
 
 @st.cache_data(max_entries=16)
@@ -181,7 +182,7 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
 
 def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search: np.ndarray | None,
             shape: ShapeCosts | None = None) -> None:
-    """The four figures."""
+    """The two curves (against gamma, against alpha), then the heat map or the law of N, as chosen."""
     gammas = np.arange(17)
     vs = v if shape is None else shape.v                     # v(gamma) for gamma = 0..32 in decoder-shape mode
     tokens, speeds = alg.expected_tokens(alpha, gammas), alg.speedup(alpha, gammas, c, alg.v_by_gamma(vs, 16))
@@ -195,6 +196,16 @@ def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search
     grid = np.linspace(0.0, 1.0, 101)
     curves = {g: alg.speedup(grid, g, c, alg.v_by_gamma(vs, 16)[g]) for g in sorted({1, 2, 4, 8, 16, max(gamma, 1)})}
     right.plotly_chart(alpha_figure(grid, curves, (alpha, float(alg.speedup(alpha, gamma, c, v)))), key="fig_alpha")
+    below = bound_radio("Below the curves", list(BELOW), key="fig", format_func=BELOW.get,
+                        help="One of the two larger figures at a time, so a slider step redraws only the one shown.")
+    if below == "heat":
+        heat_section(alpha, c, vs)
+    else:
+        pmf_section(aj, gamma)
+
+
+def heat_section(alpha: float, c: float, vs: float | np.ndarray) -> None:
+    """The best-gamma heat map over (alpha, c), the current point marked."""
     heat = heatmap_data(vs, 0.5 if c <= 0.5 else 1.0)
     st.plotly_chart(heatmap_figure(*heat, (alpha, c), v_label(vs)), key="fig_heat")
     st.caption(
@@ -203,6 +214,10 @@ def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search
         f"alpha -> 1, c -> 0 reaches {heat[2][-1, 0]:.0f}x. In this model gamma = 0 still pays one pass v,"
         " so it scores 1 / v."
     )
+
+
+def pmf_section(aj: np.ndarray, gamma: int) -> None:
+    """The exact law of tokens per step beside a Monte Carlo run, and its mean, P50 and P99."""
     pmf = alg.accepted_length_pmf_positional(aj)
     freq, mc = monte_carlo(tuple(float(a) for a in aj), MC_STEPS)
     marks = {"mean": mc["mean"], "P50": mc["p50"], "P99": mc["p99"]}
@@ -226,14 +241,22 @@ def render() -> None:
         "accepted prefix plus one target token. Move the costs as well as the acceptance: both decide "
         "whether it pays."
     )
+    model_section()
+    seed_section()
+    temperature_section()
+
+
+@st.fragment
+def model_section() -> None:
+    """Everything the four sliders drive: readouts, figures, the vLLM paste and the published points.
+
+    A fragment: a slider step reruns this, not the page's text, the seed check or the temperature section."""
     alpha, gamma, c, v, mode, shape = controls()
     aj, search = position_alphas(alpha, gamma, mode)
     readouts(alpha, gamma, c, v, aj, search, shape)
     figures(alpha, gamma, c, v, aj, search, shape)
     paste_section(c, v, None if shape is None else shape.v)
     paper_section(get_value("preset", NO_PRESET), {"alpha": alpha, "gamma": gamma, "c": c, "v": v})
-    seed_section()
-    temperature_section()
 
 
 render()
