@@ -93,12 +93,28 @@ async def open_time(browser, url: str, timeout_ms: float) -> tuple[float, object
     return seconds, (ctx, pg)
 
 
+async def away_from_bound(thumb, key: str) -> str:
+    """The arrow key that moves the slider: a step left at its minimum (or right at its maximum) moves nothing,
+    starts no run and would only time out (a fresh session opens every slider at its default, sseed at 0)."""
+    now, lo, hi = [await thumb.get_attribute(a) for a in ("aria-valuenow", "aria-valuemin", "aria-valuemax")]
+    try:
+        now_f, lo_f, hi_f = float(now), float(lo), float(hi)
+    except (TypeError, ValueError):
+        return key   # no ARIA values (an <input type=range>): keep the requested direction
+    if key == "ArrowLeft" and now_f <= lo_f:
+        return "ArrowRight"
+    if key == "ArrowRight" and now_f >= hi_f:
+        return "ArrowLeft"
+    return key
+
+
 async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> tuple[float, str]:
     """(seconds from one arrow-key press on the slider to the end of the last run it starts, that run's
     script_finished status: a fragment rerun or a full one)."""
     css = f'.st-key-{slider_key.replace(".", "-")}'
     thumb = pg.locator(f'{css} [role="slider"], {css} input[type="range"]').first
     await thumb.focus(timeout=timeout_ms)
+    key = await away_from_bound(thumb, key)
     seen = len(pg.finished)
     t0 = time.perf_counter()
     await pg.keyboard.press(key)
