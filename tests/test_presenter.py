@@ -143,3 +143,26 @@ def test_engines_folds_its_settings(app_test):
     assert "Settings: speculative mode, draft length, workload" in [e.label for e in on.expander]
     assert not [e for e in off.expander if e.label.startswith("Settings")]
     assert {s.label for s in on.slider} == {s.label for s in off.slider}     # the controls still run
+
+
+@pytest.mark.parametrize("page", ["views/algebra.py", "views/roofline.py"])
+def test_chart_pages_put_their_key_figure_before_the_formulas(app_test, page):
+    """Presenter mode: the key figure comes before the first formula (below it otherwise); the same widgets run."""
+    def first(at, kind):
+        return next(i for i, e in enumerate(_order(at.main)) if e.type == kind)
+
+    on, off = app_test(page, present="1"), app_test(page)
+    assert not on.exception and not off.exception
+    assert first(on, "plotly_chart") < first(on, "latex")
+    assert first(off, "latex") < first(off, "plotly_chart")
+    assert "About this page" in [e.label for e in on.expander]
+    assert "About this page" not in [e.label for e in off.expander]
+    assert {s.label for s in on.slider} == {s.label for s in off.slider}
+
+
+@pytest.mark.parametrize("page", ["views/proof.py", "views/trees.py"])
+def test_chart_pages_fold_their_opening_prose(app_test, page):
+    on, off = app_test(page, present="1"), app_test(page)
+    assert not on.exception and not off.exception
+    assert "About this page" in [e.label for e in on.expander]
+    assert "About this page" not in [e.label for e in off.expander]

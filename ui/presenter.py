@@ -12,6 +12,7 @@ another page opens) and a shared address reproduces it.
 API for pages (all no-ops when presenter mode is off, so a page reads the same either way):
 
 - ``on() -> bool``: whether presenter mode is on in this session.
+- ``intro(text)``: a page's opening paragraph, folded like a secondary control when on.
 - ``with secondary("More settings"):`` wraps controls a projector does not need: folded into a closed expander
   when on, drawn in place otherwise. The widgets still run (their values and URL binding stay); the block must
   not contain an expander itself (Streamlit does not nest them).
@@ -129,6 +130,12 @@ def inject(hide_sidebar: bool = False) -> None:
 def secondary(label: str = "More settings") -> AbstractContextManager:
     """Controls a projector does not need: a closed expander when presenter mode is on, in place otherwise."""
     return st.expander(label, expanded=False, icon=":material/tune:") if on() else st.container()
+
+
+def intro(text: str, label: str = "About this page") -> None:
+    """A page's opening prose: in place normally, a closed expander in presenter mode (the figure comes first)."""
+    with secondary(label):
+        st.markdown(text)
 
 
 def top() -> DeltaGenerator:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from specdec_core import algebra as alg
 from specdec_core.simulate import empirical_pmf, simulate_tokens_per_step, summarise
+from ui import presenter
 from ui.algebra_cost import ShapeCosts, cost_note, shape_costs, v_label
 from ui.algebra_figures import alpha_figure, gamma_figure, heatmap_figure, pmf_figure
 from ui.algebra_papers import NO_PRESET, PRESET_LOADED, PRESETS, load_preset, paper_section, seed_section
@@ -39,8 +40,9 @@ def monte_carlo(alphas: tuple[float, ...], n_steps: int) -> tuple[np.ndarray, di
 
 def controls() -> tuple[float, int, float, float, str, ShapeCosts | None]:
     """The four sliders (each with an exact box), the preset picker and the acceptance mode."""
-    choice = bound_select("Load a published operating point", [NO_PRESET, *PRESETS], key="preset",
-                          on_change=load_preset, help="Sets alpha, gamma, c and v; the comparison is further down.")
+    with presenter.secondary("Published operating points"):
+        choice = bound_select("Load a published operating point", [NO_PRESET, *PRESETS], key="preset",
+                              on_change=load_preset, help="Sets alpha, gamma, c and v; the comparison is further down.")
     if choice in PRESETS and st.session_state.get(PRESET_LOADED) != choice:   # ?preset= arrived by URL: load it
         load_preset()                                                       # (a URL alpha, gamma... still wins)
     left, right = st.columns(2, gap="large")
@@ -57,12 +59,13 @@ def controls() -> tuple[float, int, float, float, str, ShapeCosts | None]:
                              help="One draft token's cost, in target decode steps.")
             v = slider_input("verification cost v", "v", 0.5, 5.0, 1.0, 0.05, "%.3f",
                              help="One verification pass, in target decode steps (1 at small batch).")
-    mode = bound_radio(
-        "Acceptance by position",
-        MODES,
-        key="mode",
-        help="constant: one alpha everywhere. decay: alpha_j = alpha rho^(j-1). table: type each alpha_j.",
-    )
+    with presenter.secondary("Acceptance by position"):
+        mode = bound_radio(
+            "Acceptance by position",
+            MODES,
+            key="mode",
+            help="constant: one alpha everywhere. decay: alpha_j = alpha rho^(j-1). table: type each alpha_j.",
+        )
     return float(alpha), int(gamma), float(c), float(v), mode, shape
 
 
@@ -236,7 +239,7 @@ def pmf_section(aj: np.ndarray, gamma: int) -> None:
 
 def render() -> None:
     st.title("Algebra: what speculation buys")
-    st.markdown(
+    presenter.intro(
         "A draft proposes gamma tokens, the target verifies them in one pass, and each step emits the "
         "accepted prefix plus one target token. Move the costs as well as the acceptance: both decide "
         "whether it pays."
@@ -253,8 +256,10 @@ def model_section() -> None:
     A fragment: a slider step reruns this, not the page's text, the seed check or the temperature section."""
     alpha, gamma, c, v, mode, shape = controls()
     aj, search = position_alphas(alpha, gamma, mode)
+    slot = presenter.top()   # presenter mode: the two curves right below the sliders, the formulas after them
     readouts(alpha, gamma, c, v, aj, search, shape)
-    figures(alpha, gamma, c, v, aj, search, shape)
+    with presenter.key_figure(slot):
+        figures(alpha, gamma, c, v, aj, search, shape)
     paste_section(c, v, None if shape is None else shape.v)
     paper_section(get_value("preset", NO_PRESET), {"alpha": alpha, "gamma": gamma, "c": c, "v": v})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import presenter
 from ui.controls import bound_radio
 from ui.proof_controls import controls
 from ui.proof_sampling import sampling_section
@@ -20,7 +21,7 @@ SECTIONS = {  # the section chooser: ?section= opens the same view; only the cho
 
 def render() -> None:
     st.title("Proof: the emitted law is exactly p")
-    st.markdown(
+    presenter.intro(
         "The draft proposes x ~ q. The target keeps x with probability min(1, p(x)/q(x)); otherwise it "
         "draws a replacement from (p - q)+, normalised. Pick a case and watch the two pieces fill p."
     )

@@ -8,6 +8,7 @@ from gpu_demo.device import device_label, resolve_device
 from gpu_demo.live.queue import device_queue
 from gpu_demo.measure.probe import PROBE_SHAPES, format_table, probe
 from specdec_core import roofline as rl
+from ui import presenter
 from ui import roofline_figures as rf
 from ui.controls import bound_select, slider_input
 from ui.roofline_steptime import num, steptime_section
@@ -96,7 +97,7 @@ def probe_section() -> None:
 def render() -> None:
     st.title("Roofline: why verifying drafts is nearly free at small batch, and what it costs as the batch fills "
              "the GPU")
-    st.markdown(
+    presenter.intro(
         "A decode step at small batch reads every weight once and does about one multiply-add per weight "
         "per sequence: far too little arithmetic per byte to keep the tensor cores busy. Verifying gamma draft "
         "tokens in the same pass multiplies the linear layers' arithmetic by gamma + 1 for the same weight reads, "
@@ -122,7 +123,8 @@ def model_section() -> None:
     with c2:
         gamma = slider_input("Draft length gamma", "gamma", 0, 16, 3, 1)
     batch = pick_batch(16)
-    st.info(f"Datasheet peaks are ceilings that real kernels do not reach: one H200 measured about "
+    notes = presenter.secondary("Datasheet against achievable ceilings")
+    notes.info(f"Datasheet peaks are ceilings that real kernels do not reach: one H200 measured about "
             f"{rl.H200_MEASURED['bf16_matmul_tflops']:.0f} TFLOP/s on a bf16 matmul (datasheet 989) and about "
             f"{rl.H200_MEASURED['copy_tbs']:g} TB/s on a device-to-device copy (datasheet 4.8). Choose *achievable* "
             "ceilings to scale the chosen device by those fractions (or your own): the knee moves to a smaller "
@@ -133,10 +135,12 @@ def model_section() -> None:
         except ValueError as exc:
             st.warning(f"{exc}. Choose BF16 or weight-only 8-bit for {hw.name}.")
     elif hw is not None:
+        slot = presenter.top()   # presenter mode: the roofline and intensity figures before the readouts
         readouts(hw, mode, gamma, batch)
-        c1, c2 = st.columns(2)
-        c1.plotly_chart(rf.roofline_figure(hw, mode, batch, gamma), key="fig_roofline")
-        c2.plotly_chart(rf.intensity_figure(hw, mode, sorted(set(GAMMAS) | {gamma})), key="fig_intensity")
+        with presenter.key_figure(slot):
+            c1, c2 = st.columns(2)
+            c1.plotly_chart(rf.roofline_figure(hw, mode, batch, gamma), key="fig_roofline")
+            c2.plotly_chart(rf.intensity_figure(hw, mode, sorted(set(GAMMAS) | {gamma})), key="fig_intensity")
         steptime_section(hw_key, mode, kv, gamma, batch)
 
 

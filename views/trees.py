@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from ui import presenter
 from ui.controls import bound_radio
 from ui.trees_cost import tree_section
 from ui.trees_data import K_PAGE, V_PAGE
@@ -33,7 +34,7 @@ def sampled_sections(p: np.ndarray, q: np.ndarray, k: int, checks: bool, typical
 
 def render() -> None:
     st.title("Trees and multi-draft")
-    st.markdown(
+    presenter.intro(
         "One draft chain is where speculative decoding starts. SpecInfer verifies several candidates per "
         "position, Medusa and EAGLE verify whole token trees in one target pass. Which of their rules keep the "
         "target's law, and when does a tree pay?")
