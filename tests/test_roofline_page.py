@@ -155,6 +155,45 @@ def test_probe_button_runs_and_reports_the_device(app_test):
     assert len(at.get("plotly_chart")) == 6
 
 
+def test_probe_runs_a_weight_format_and_says_which(app_test):
+    """On a CPU the probe offers the quantised kernels; a run on fp16 says so and is kept for the comparison."""
+    from gpu_demo.models.quant import quant_unavailable_reason
+
+    if quant_unavailable_reason("fp16"):
+        pytest.skip(quant_unavailable_reason("fp16"))
+    at = app_test(PAGE, probe="tiny (d=64)", pweights="fp16", timeout=120)
+    assert "fp16 (2 bytes)" in at.selectbox(key="roofline.pweights").options
+    at.button(key="probe_run").click().run()
+    assert not at.exception
+    assert any("with fp16 weights" in c.value for c in at.caption)
+    assert any("Run the probe again with another weight format" in c.value for c in at.caption)
+
+
+def _result(weights: str, bytes_per_weight: float, knee_model: float, knee: float, reached: bool):
+    from gpu_demo.measure.probe import PROBE_SHAPES, ProbeResult
+
+    return ProbeResult("CPU (1 thread)", "float32", PROBE_SHAPES["tiny (d=64)"], 1000, bytes_per_weight,
+                       tokens=[1, 2, 4, 8, 16], measured_s=[1e-4] * 5, spread_s=[(9e-5, 1.1e-4)] * 5,
+                       n_samples=[3] * 5, model_s=[1e-4] * 5, peak_flops=1e10, bandwidth=1e10, knee_measured=knee,
+                       knee_model=knee_model, knee_reached=reached, knee_reliable=True, elapsed_s=1.0,
+                       weights=weights)
+
+
+def test_knees_of_two_formats_are_set_side_by_side(app_test):
+    at = app_test(PAGE, probe="tiny (d=64)")
+    f32, f16 = _result("float32", 4.0, 2.0, 6.0, True), _result("fp16", 2.0, 1.0, 16.0, False)
+    at.session_state["probe_result"] = f16
+    at.session_state["probe_results"] = {("tiny (d=64)", "float32"): f32, ("tiny (d=64)", "fp16"): f16,
+                                         ("Llama-3.1-8B, 1 layer", "int8"): f32}   # another shape: not shown
+    at.run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "model knee (tokens)" in d.value.columns)
+    assert list(table["bytes per weight"]) == [4.0, 2.0]                 # float32 first, other shapes left out
+    assert list(table["model knee (tokens)"]) == [2.0, 1.0]
+    assert list(table["measured knee (tokens)"]) == ["6", "not reached"]
+    assert any("halves with every halving of the bytes" in c.value for c in at.caption)
+
+
 # ------------------------------------------------------------ issue 14: the denominator taught right ----
 def test_words_do_not_overclaim(app_test):
     at = app_test(PAGE)

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from gpu_demo.device import device_label, resolve_device
-from gpu_demo.live.queue import device_queue
-from gpu_demo.measure.probe import PROBE_SHAPES, format_table, probe
 from specdec_core import roofline as rl
 from ui import presenter
 from ui import roofline_figures as rf
-from ui.controls import bound_select, slider_input
+from ui.controls import slider_input
+from ui.roofline_probe import probe_section
 from ui.roofline_steptime import num, steptime_section
 from ui.steptime_controls import pick_batch, pick_hardware, pick_precision
 
@@ -50,48 +48,6 @@ def readouts(hw: rl.Hardware, mode: str, gamma: int, batch: int) -> None:
             f"option here. Weight-only 8-bit storage with BF16 compute doubles the intensity but not the peak: "
             f"the crossover halves from {num(bf)} to {num(w8)}."
         )
-
-
-@st.fragment
-def probe_section() -> None:
-    """Measure it here: a short probe of linear layers on this machine, against the roofline model."""
-    st.header("Measure it here")
-    dev = device_label(resolve_device("auto"))
-    st.markdown(
-        f"The probe times the linear layers (QKV, O, MLP) of one or two decoder layers on **{dev}** at 1, 2, "
-        "4, ... tokens per pass. It first measures this machine's own ceilings (a large matmul and a memory "
-        "copy), so the model line uses measured numbers, not a datasheet. It takes up to about 25 s."
-    )
-    shape = bound_select("Probe shape", list(PROBE_SHAPES), key="probe", default="Llama-3.2-1B, 1 layer")
-    if st.button("Measure it here", key="probe_run", icon=":material/timer:"):
-        bar = st.progress(0.0, text="waiting for the device (one run at a time: races and probes share it)")
-        queue = device_queue(resolve_device("auto").type)  # the live page's line for this device
-
-        def on_wait(pos: int) -> None:
-            bar.progress(0.0, text=f"waiting for the device: {pos} run(s) ahead (a live race or another probe)")
-
-        with queue.turn(on_wait):
-            for ev in probe(PROBE_SHAPES[shape]):
-                bar.progress(ev.fraction, text=ev.message)
-                if ev.result is not None:
-                    st.session_state["probe_result"] = ev.result
-    res = st.session_state.get("probe_result")
-    if res is None:
-        return
-    st.plotly_chart(rf.probe_figure(res), key="fig_probe")
-    cols = st.columns(4)
-    cols[0].metric("Measured matmul rate", f"{res.peak_flops / 1e9:,.1f} GFLOP/s")
-    cols[1].metric("Measured copy bandwidth", f"{res.bandwidth / 1e9:,.1f} GB/s")
-    cols[2].metric("Model knee (tokens)", f"{res.knee_model:.0f}")
-    knee = "unreliable" if not res.knee_reliable else f"{res.knee_measured:.0f}" if res.knee_reached else "not reached"
-    cols[3].metric("Measured knee (tokens)", knee, help="a fit of t0 x max(1, T / K) to the medians")
-    if not res.knee_reliable:
-        st.warning(f"The measured knee is not to be trusted: {res.knee_note}. The fit gives "
-                   f"{res.knee_measured:.0f} tokens; read it as a guess, and measure again with more token counts.")
-    st.caption(f"Measured on {res.device} in {res.elapsed_s:.1f} s. Medians; bars show the interquartile range. The "
-               "machine is shared, so times vary run to run.")
-    with st.expander("Table"):
-        st.code(format_table(res), language=None)
 
 
 def render() -> None:
