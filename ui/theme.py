@@ -61,11 +61,13 @@ def register_template() -> str:
 
 
 def new_figure(title: str | None = None, **layout) -> go.Figure:
-    """An empty figure on the app template, with an optional title and layout overrides."""
+    """An empty figure on the app template, with an optional title and layout overrides.
+
+    The template comes as Plotly's default (register_template sets it): naming it in update_layout validates
+    the whole template again, 35 ms a figure here against 1.7 ms, for the same figure (tests/test_theme.py).
+    """
     register_template()
-    fig = go.Figure()
-    fig.update_layout(template=TEMPLATE_NAME, title=title, **layout)
-    return fig
+    return go.Figure(layout=dict(title=title, **layout))
 
 
 
