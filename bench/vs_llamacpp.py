@@ -10,7 +10,8 @@ prompts) with the min..max spread, and ours / llama.cpp ratios. Rows:
 Greedy agreement: for each configuration, the first token index where it departs from our plain greedy output.
 
 Weights: our target comes from the standard loader (gpu_demo.models.smollm2.shared_target: the GGUF's Q4_1 weights
-dequantised to float32, packed for the CPU); llama.cpp computes with the Q4_1 blocks directly (its dot products
+dequantised, then on the CPU's default format CPU_WEIGHTS, fp16 through fbgemm, with [wq; wk; wv] and [w1; w3]
+fused; $SPECDEC_CPU_WEIGHTS picks another); llama.cpp computes with the Q4_1 blocks directly (its dot products
 quantise the activations to 8 bits), so its logits differ from ours in the last bits and greedy texts agree up to
 the first near-tie, then part.
 
