@@ -27,8 +27,8 @@ def controls() -> tuple[str, pc.ProofCase]:
     """Case picker and its parameters -> (source, case). Refused input shows a message and stops the page."""
     left, right = st.columns(2, gap="large")
     with left:
-        src = bound_select("Case", list(SOURCES), key="preset", default="q_sharper", help=SOURCE_HELP)
-        st.caption(SOURCES[src])
+        src = bound_select("Case", list(SOURCES), key="preset", default="q_sharper", help=SOURCE_HELP,
+                           format_func=SOURCES.get)
         v = slider_input("vocabulary size V", "vocab", pc.V_MIN, pc.V_MAX, pc.LOGITS_V, 1) if src != "custom" else None
     try:
         with right:

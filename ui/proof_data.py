@@ -17,7 +17,11 @@ from ui.figure_cache import cached_figure
 
 SOURCES = {**pc.PRESETS, "logits": "from logits (temperature, top-k, top-p)", "custom": "type p and q"}
 MISTAKES = ["correct", "resample_p", "raw_logits", "wrong_q", "naive_norm"]
-SOURCE_HELP = "; ".join(f"{k}: {v}" for k, v in SOURCES.items())
+MISTAKE_LABELS = {  # what the page shows for each rule (the URL keeps the short names)
+    "correct": "the correct rule", "resample_p": "resample from p, not (p - q)+",
+    "raw_logits": "ratio on the raw logits", "wrong_q": "q recomputed with the target's settings",
+    "naive_norm": "residual normalised without a guard"}
+SOURCE_HELP = "Shared addresses name the case by its short name (?preset=q_sharper)."
 WHAT_IT_SHOWS = {
     "correct": "The draws match p: the chi-square test finds nothing.",
     "resample_p": "Rejected mass is refilled in proportion to p, so a token where q >= p gets p from acceptance "

@@ -45,7 +45,8 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
         data.MISTAKES,
         key="mistake",
         default="resample_p",
-        help="; ".join(f"{k}: {v}" for k, v in data.WHAT_IT_SHOWS.items()),
+        format_func=data.MISTAKE_LABELS.get,
+        help="; ".join(f"{data.MISTAKE_LABELS[k]}: {v}" for k, v in data.WHAT_IT_SHOWS.items()),
     )
     checks = {c.name: c for c in data.sampled_checks(case.p, case.q, case.p_raw, case.q_claimed, int(n), int(seed))}
     st.caption(f"{len(checks)} rules x {int(n):,} draws each (seed {int(seed)}), drawn once for these settings and "

@@ -68,7 +68,7 @@ def format_table_section(shape: str) -> None:
     st.caption(
         "The model reads each format's bytes per weight at the measured copy bandwidth and computes at the "
         "measured float32 matmul rate, so its knee, peak x bytes / (2 x bandwidth), halves with every halving "
-        "of the bytes: the seed's point that weight-only 8-bit storage halves the threshold. The measured knee "
+        "of the bytes: weight-only 8-bit storage halves the threshold, as the source document says. The measured knee "
         "follows only where the kernel does: here int8 also rounds the activations and multiplies in integers, "
         "and PyTorch's int4 kernel dequantises as it goes, so each format has its own compute rate as well. "
         "Each row is one run on a shared machine.")

@@ -41,7 +41,7 @@ def idea() -> None:
 def worked_case() -> None:
     """The headline numbers and their formulas."""
     n = headline()
-    st.subheader(f"The seed's worked case: alpha = {ALPHA}, gamma = {GAMMA}, c = {C}, v = {V:g}")
+    st.subheader(f"The worked case: alpha = {ALPHA}, gamma = {GAMMA}, c = {C}, v = {V:g}")
     cols = st.columns(4)
     cols[0].metric("Tokens per target pass", f"{n['tokens']:.2f}")
     cols[1].metric("Speedup", f"{n['speedup']:.2f}x",
