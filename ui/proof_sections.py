@@ -15,6 +15,10 @@ def exact_section(case: pc.ProofCase) -> None:
     """p and q, the decomposition that fills p, and alpha and TV as areas."""
     d = data.exact_pieces(case.p, case.q)
     a, tv = float(d["alpha"]), float(d["tv"])
+    st.latex(  # the identity the two bars below add up to, with this case's alpha
+        r"\underbrace{q(x)\min\!\Big(1,\tfrac{p(x)}{q(x)}\Big)}_{\text{kept}}+\underbrace{(1-\alpha)\,"
+        r"\frac{(p(x)-q(x))_+}{1-\alpha}}_{\text{resampled}}=\min(p,q)+(p-q)_+=p(x),\qquad"
+        rf"\alpha=\textstyle\sum_x\min(p,q)={a:.4f}")
     cols = st.columns(4)
     cols[0].metric("alpha = sum min(p, q)", f"{a:.4f}")
     cols[1].metric("TV(p, q)", f"{tv:.4f}")
