@@ -15,7 +15,9 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-import ui_latency as ul  # bench/ui_latency.py: the server, the browser and the settle wait
+import ui_latency as ul  # bench/ui_latency.py: the browser and the settle wait
+
+from ui.serving import streamlit_server  # the one server starter
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "artifacts" / "presenter"
@@ -73,7 +75,8 @@ async def run(pages: list[str], timeout_ms: float) -> list[dict]:
     from playwright.async_api import async_playwright
 
     OUT.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp, ul.serve(ROOT / "app.py", Path(tmp) / "streamlit.log") as (url, _):
+    with tempfile.TemporaryDirectory() as tmp, \
+            streamlit_server(ROOT / "app.py", Path(tmp) / "streamlit.log") as (url, _):
         async with async_playwright() as pw:
             browser = await ul.launch(pw)
             try:
