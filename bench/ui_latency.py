@@ -96,11 +96,13 @@ async def open_time(browser, url: str, timeout_ms: float) -> tuple[float, object
 async def away_from_bound(thumb, key: str) -> str:
     """The arrow key that moves the slider: a step left at its minimum (or right at its maximum) moves nothing,
     starts no run and would only time out (a fresh session opens every slider at its default, sseed at 0)."""
-    now, lo, hi = [await thumb.get_attribute(a) for a in ("aria-valuenow", "aria-valuemin", "aria-valuemax")]
+    now, lo, hi = await thumb.evaluate(  # an <input type=range> (Streamlit's slider) or an ARIA slider
+        "e => e.type === 'range' ? [e.value, e.min, e.max] : "
+        "['aria-valuenow', 'aria-valuemin', 'aria-valuemax'].map(a => e.getAttribute(a))")
     try:
         now_f, lo_f, hi_f = float(now), float(lo), float(hi)
     except (TypeError, ValueError):
-        return key   # no ARIA values (an <input type=range>): keep the requested direction
+        return key   # no values to read: keep the requested direction
     if key == "ArrowLeft" and now_f <= lo_f:
         return "ArrowRight"
     if key == "ArrowRight" and now_f >= hi_f:
