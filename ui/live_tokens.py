@@ -17,9 +17,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+import streamlit as st
 
 from gpu_demo.decode import RoundEvent
 from specdec_core.measure import acceptance_probability
+from ui.controls import get_value, number_box, set_value
 from ui.safe_text import visible as safe_visible
 from ui.theme import KIND_STYLE
 
@@ -132,3 +134,33 @@ def top5_table(ev: RoundEvent, i: int, piece: Callable[[int], str]) -> pd.DataFr
         "p token": [cell(p, j, 0) for j in range(rows)], "p": [cell(p, j, 1) for j in range(rows)],
         "q token": [cell(q, j, 0) for j in range(rows)], "q": [cell(q, j, 1) for j in range(rows)],
     })
+
+
+def step_view(rec, piece: Callable[[int], str]) -> list:
+    """Step mode: one round per click with every drafted token's q, p and uniform draw; the rounds shown.
+
+    rec is the run's gpu_demo.live.runner.RunRecord; piece(token id) -> its display text."""
+    st.subheader("Step through the rounds")
+    n_rounds = len(rec.events)
+    if get_value("round", 1) > n_rounds:
+        set_value("round", n_rounds)
+
+    def _step(delta: int) -> None:
+        """Callback: move the shown round by delta, within 1..n_rounds."""
+        set_value("round", min(n_rounds, max(1, get_value("round", 1) + delta)))
+
+    s1, s2, s3 = st.columns([1, 1, 2])
+    s1.button("previous round", key="prev_btn", on_click=_step, args=(-1,))
+    s2.button("next round", key="next_btn", on_click=_step, args=(1,), type="primary")
+    with s3:
+        rnd = number_box("round", "round", 1, max(1, n_rounds), 1, 1)
+    shown = rec.events[: int(rnd)]
+    ev = shown[-1]
+    st.markdown(f"**Round {ev.round + 1}** of {n_rounds}: drafted {ev.k}, accepted {ev.n_accepted}, emitted "
+                f"{len(ev.emitted)} ({', '.join(ev.kinds)}).")
+    st.dataframe(step_table(ev, piece), hide_index=True, key="step_table")
+    positions = list(range(len(ev.p_top)))
+    pos = st.selectbox("inspect a position of this round (p and q top-5)", positions, key="inspect",
+                       format_func=lambda i: f"position {i + 1}" + (" (correction/bonus)" if i == ev.k else ""))
+    st.dataframe(top5_table(ev, int(pos or 0), piece), hide_index=True, key="top5_table")
+    return shown

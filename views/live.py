@@ -19,7 +19,7 @@ from ui import live_export as lx
 from ui import live_pairs as lpairs
 from ui import live_panel as lp
 from ui import live_tokens as lt
-from ui.controls import bound_toggle, get_value, number_box, set_value
+from ui.controls import bound_toggle, set_value
 from ui.live_figures import batch_figure
 from ui.safe_text import md
 
@@ -81,34 +81,6 @@ def load_pair(settings: lr.Settings, pair_ok: bool, pair_reason: str) -> tuple[l
         return sp, None
 
 
-def step_view(rec: lr.RunRecord) -> list:
-    """Step mode: one round per click with every drafted token's q, p and uniform draw; the rounds shown."""
-    st.subheader("Step through the rounds")
-    n_rounds = len(rec.events)
-    if get_value("round", 1) > n_rounds:
-        set_value("round", n_rounds)
-
-    def _step(delta: int) -> None:
-        """Callback: move the shown round by delta, within 1..n_rounds."""
-        set_value("round", min(n_rounds, max(1, get_value("round", 1) + delta)))
-
-    s1, s2, s3 = st.columns([1, 1, 2])
-    s1.button("previous round", key="prev_btn", on_click=_step, args=(-1,))
-    s2.button("next round", key="next_btn", on_click=_step, args=(1,), type="primary")
-    with s3:
-        rnd = number_box("round", "round", 1, max(1, n_rounds), 1, 1)
-    shown = rec.events[: int(rnd)]
-    ev = shown[-1]
-    st.markdown(f"**Round {ev.round + 1}** of {n_rounds}: drafted {ev.k}, accepted {ev.n_accepted}, emitted "
-                f"{len(ev.emitted)} ({', '.join(ev.kinds)}).")
-    st.dataframe(lt.step_table(ev, piece), hide_index=True, key="step_table")
-    positions = list(range(len(ev.p_top)))
-    pos = st.selectbox("inspect a position of this round (p and q top-5)", positions, key="inspect",
-                       format_func=lambda i: f"position {i + 1}" + (" (correction/bonus)" if i == ev.k else ""))
-    st.dataframe(lt.top5_table(ev, int(pos or 0), piece), hide_index=True, key="top5_table")
-    return shown
-
-
 def race_view(rec: lr.RunRecord, m: Measured, s: RepeatSummary) -> None:
     """Both texts of repeat 0, the greedy check over every finished repeat, and the race's pooled reading."""
     st.subheader("Race against the autoregressive baseline")
@@ -147,7 +119,7 @@ def show_run(rec: lr.RunRecord, settings: lr.Settings, step_mode: bool, out_ph, 
                    "Press Run to start again.")
     if rec.settings != settings:
         st.caption("The settings changed since this run; the results below are from the previous settings.")
-    shown = step_view(rec) if step_mode and rec.events else rec.events
+    shown = lt.step_view(rec, piece) if step_mode and rec.events else rec.events
     out_ph.html(lt.stream_html(prompt_shown(rec.settings), shown, piece, show_all_rejected=step_mode))
     with panel_ph.container():
         st.subheader("Measured panel")
