@@ -124,6 +124,9 @@ def test_fused_maps_give_the_separate_maps_logits_bit_for_bit(fmt: str) -> None:
         if fmt != "int4":
             assert a.qkv[0].out_features == a.wq.out_features + 2 * a.wk.out_features and a.qkv[0].weight is None
             assert a.wq._packed is None  # the separate copy is released; it packs again only if called
+        else:
+            with pytest.raises(ValueError, match="keeps its packed blocks"):
+                a.wq.release_packed()  # int4 may hold the GGUF's own blocks: never dropped and re-derived
         model.reset(1)
         together = model(ids)
         for layer in model.layers:

@@ -206,19 +206,23 @@ class QuantLinear(nn.Module):
             self.weight = weight  # the wrapped nn.Linear's Parameter: state dicts and training unchanged
         else:
             self.register_buffer("weight", weight, persistent=False)  # borrowed (a tied head's table)
-        self._q4 = None
         self._packed: tuple[torch.Tensor, ...] | None = pack(fmt, weight, q4)  # a tuple: not in the state dict
 
     @property
     def packed(self) -> tuple[torch.Tensor, ...]:
         """The tensors the kernel reads (packed again from the float32 weight after release_packed)."""
         if self._packed is None:
-            self._packed = pack(self.fmt, self.weight, self._q4)
+            self._packed = pack(self.fmt, self.weight)
         return self._packed
 
-    def release_packed(self, q4: tuple[torch.Tensor, ...] | None = None) -> None:
-        """Drop the packed copy (a fused map serves the decode path); the next quantised call packs it again."""
-        self._packed, self._q4 = None, q4
+    def release_packed(self) -> None:
+        """Drop the packed copy (a fused map serves the decode path); the next quantised call packs it again.
+
+        Not for int4: its copy may hold the GGUF's own blocks, which packing from the float32 weight would not
+        reproduce (fused() keeps int4 maps whole, so they are never released)."""
+        if self.fmt == "int4":
+            raise ValueError("an int4 map keeps its packed blocks (they may be the GGUF's own)")
+        self._packed = None
 
     def use_quant(self, x: torch.Tensor) -> bool:
         """The quantised copy serves x: inference on a CPU float32 input."""
