@@ -1,0 +1,78 @@
+"""One batch-1 decode step of a quantised Llama in few Python calls, with the same arithmetic as Llama.forward.
+
+A CPU decode step of SmolLM2-135M is 121 small matrix-vector products and ~1,500 tiny tensor ops; at one thread the
+Python and dispatch cost around them (module calls, reshapes, per-layer RoPE factors) was a third of the step. The
+step here reads every layer's packed weights from one tuple, forms the RoPE factor e^{i t theta} once per step and
+keeps q, k, v as views of the fused qkv output. Each op is the one Llama.forward runs on the same values (the
+same kernels on the same inputs, elementwise ops whose layout does not change their results), so the logits are
+bit for bit those of the general path (tests/test_llama_step.py checks torch.equal on the real target).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from gpu_demo.models.quant import kernel
+
+
+def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    """y = x / sqrt(mean(x^2) + eps) * w over the last axis (x, w float32; F.rms_norm's own ops, half its cost)."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """What one decode step reads: per layer (attention norm w, [wq; wk; wv], wo, ffn norm w, [w1; w3], w2)."""
+
+    fmt: str  # the maps' weight format (gpu_demo.models.quant)
+    layers: tuple[tuple, ...]  # per layer: (n1 (C,), qkv packed, wo packed, n2 (C,), gate_up packed, w2 packed)
+    norm: torch.Tensor  # (C,) final norm weight
+    head: tuple[torch.Tensor, ...]  # the output head's packed tensors
+
+
+def build_plan(model) -> StepPlan | None:
+    """The plan of a Llama whose every decode-path map is quantised alike and fused (fp16, int8); else None."""
+    fmt = model.weight_format
+    if fmt not in ("fp16", "int8") or not model._quant_head or model.out_ids is not None:
+        return None
+    layers = []
+    for layer in model.layers:
+        a, f = layer.attention, layer.feed_forward
+        maps = (*a.qkv, a.wo, *f.gate_up, f.w2)
+        if len(maps) != 4 or any(getattr(m, "fmt", None) != fmt for m in maps):
+            return None
+        layers.append((layer.attention_norm.weight.detach(), maps[0].packed, maps[1].packed,
+                       layer.ffn_norm.weight.detach(), maps[2].packed, maps[3].packed))
+    return StepPlan(fmt, tuple(layers), model.norm.weight.detach(), model._quant_head[0].packed)
+
+
+def step_one(model, plan: StepPlan, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """idx (1, 1) at position cache_len -> (logits (1, 1, V) float32, pre-norm hidden (1, 1, C)); appends it.
+
+    Per layer: h = norm(x); [q; k; v] = h W_qkv^T; q, k rotated by e^{i t theta} on adjacent pairs; k, v into the
+    cache; x += W_o attention(q, K, V); x += W_2 (silu(W_1 h') * W_3 h') with h' = norm(x).
+    """
+    cfg = model.cfg
+    C, nh, nkv, hd, eps = cfg.dim, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.norm_eps
+    lin = kernel(plan.fmt)
+    start = model.cache.reserve(1, 1, model.device, model.dtype)
+    cos, sin = model._rope(start, 1)  # (1, hd/2)
+    rot = torch.complex(cos, sin)  # (1, hd/2): e^{i t theta}
+    qk_cols = (nh + nkv) * hd
+    x = model.tok_embeddings(idx).view(1, C)  # (1, C)
+    for (n1, qkv, wo, n2, gate_up, w2), ck, cv in zip(plan.layers, model.cache.k, model.cache.v):
+        y = lin(rms_norm(x, n1, eps), *qkv)  # (1, (nh + 2 nkv) hd)
+        qk = torch.view_as_real(torch.view_as_complex(y[:, :qk_cols].view(nh + nkv, hd // 2, 2)) * rot)
+        qk = qk.view(nh + nkv, hd)  # rotated q (nh rows) then k (nkv rows)
+        ck[0, :, start] = qk[nh:]  # (nkv, hd)
+        cv[0, :, start] = y[:, qk_cols:].view(nkv, hd)
+        att = F.scaled_dot_product_attention(qk[:nh].view(1, nh, 1, hd), ck[:, :, : start + 1],
+                                             cv[:, :, : start + 1], enable_gqa=True)  # (1, nh, 1, hd)
+        x = x + lin(att.view(1, nh * hd), *wo)
+        g, u = lin(rms_norm(x, n2, eps), *gate_up).chunk(2, dim=-1)  # (1, H) each
+        x = x + lin(F.silu(g) * u, *w2)
+    model.cache.advance(1)
+    return lin(rms_norm(x, plan.norm, eps), *plan.head).view(1, 1, -1), x.view(1, 1, C)

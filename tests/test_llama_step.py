@@ -1,0 +1,84 @@
+"""The batch-1 decode step (gpu_demo.models.llama_step) computes the general path's logits bit for bit, on a tiny
+random Llama in every quantised format that fuses and on the real SmolLM2 target; it is used only where it applies."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gpu_demo.models.llama import LlamaConfig, init_random
+from gpu_demo.models.llama_step import rms_norm
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+TINY = LlamaConfig(vocab_size=64, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden_dim=96, max_seq_len=64)
+
+
+def _steps_both_ways(model, prompt: list[int], tokens: list[int]) -> None:
+    """Feed prompt, then each token one at a time, with the step plan and without; logits and hidden states equal."""
+    plan = model._step_plan
+    outs = []
+    for use in (plan, None):
+        model._step_plan = use
+        model.reset(1)
+        with torch.inference_mode():
+            model(torch.tensor([prompt]))
+            outs.append([(model(torch.tensor([[t]])), model.last_hidden) for t in tokens])
+    model._step_plan = plan
+    for (la, ha), (lb, hb) in zip(*outs):
+        assert torch.equal(la, lb) and torch.equal(ha, hb)
+        assert la.shape == (1, 1, model.vocab_size) and ha.shape == (1, 1, model.cfg.dim)
+
+
+def test_rms_norm_is_f_rms_norm_bit_for_bit() -> None:
+    g = torch.Generator().manual_seed(0)
+    for shape in [(1, 576), (1, 1, 576), (3, 7, 64)]:
+        x, w = torch.randn(shape, generator=g) * 3, torch.rand(shape[-1], generator=g) + 0.5
+        assert torch.equal(rms_norm(x, w, 1e-5), F.rms_norm(x, (shape[-1],), w, 1e-5))
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "int8"])
+def test_step_plan_gives_the_general_paths_logits_bit_for_bit(fmt: str) -> None:
+    model = init_random(TINY, seed=3, max_len=32).eval()
+    assert model._step_plan is None  # float32: the general path
+    model.quantize_for_cpu(fmt)
+    assert model._step_plan is not None and model._step_plan.fmt == fmt and len(model._step_plan.layers) == 2
+    _steps_both_ways(model, [1, 2, 3, 4, 5], [6, 7, 8, 9])
+
+
+def test_step_plan_only_where_it_applies() -> None:
+    model = init_random(TINY, seed=4, max_len=32).eval()
+    model.quantize_for_cpu("int4")  # unfused maps: no plan
+    assert model._step_plan is None
+    model.quantize_for_cpu("fp16")
+    model.quantize_for_cpu("float32")  # undone with the format
+    assert model._step_plan is None
+    model.quantize_for_cpu("fp16")
+    plan, ids = model._step_plan, torch.tensor([[1, 2]])
+    with torch.no_grad():
+        model.reset(1)
+        a = model(ids)  # T = 2: the general path, whatever the plan
+        model._step_plan = None
+        model.reset(1)
+        assert torch.equal(a, model(ids))
+    model._step_plan = plan
+    model.reset(1)
+    with torch.enable_grad():
+        y = model(torch.tensor([[1]]))  # autograd on: the float32 weights, differentiable
+    assert y.requires_grad
+
+
+@pytest.mark.slow
+def test_step_plan_on_the_smollm2_target_bit_for_bit() -> None:
+    from gpu_demo.models.gguf import SmolLM2Unavailable, load_smollm2
+    from gpu_demo.models.smollm2 import CPU_WEIGHTS, prepare_target, target_weights
+
+    try:
+        smol = load_smollm2(max_len=64)
+    except SmolLM2Unavailable as exc:
+        pytest.fail(str(exc))
+    fmt, words = target_weights(torch.device("cpu"), torch.float32, CPU_WEIGHTS)
+    prepare_target(smol, fmt, words)
+    assert (smol.model._step_plan is not None) == (fmt in ("fp16", "int8"))
+    ids = smol.tokenizer.encode("The capital of France is").ids
+    _steps_both_ways(smol.model, ids, [1, 504, 3058, 28, 2])
