@@ -1,8 +1,10 @@
 """How fast each page answers a control, in a real browser, against a minimal Streamlit app measured in the same run.
 
 For every page: the warm open time (a new browser context on a warm server, until the app's script state is
-notRunning with content drawn) and the rerun time after one arrow-key step on each main slider (from the key
-press until the server's script_finished message, which returns the script state to notRunning, arrives).
+notRunning with content drawn), the rerun time after one arrow-key step on each main slider (from the key
+press until the server's script_finished message, which returns the script state to notRunning, arrives), and
+the drawn time of the same step (until the browser, having received that message, has drawn a frame and found
+idle time: what a person waits for before the charts show the new value). Each press waits for an idle browser.
 The floor is a minimal app of one slider and one Plotly chart, served the same way at the same time and measured
 in turn with the pages, round by round (on a shared machine the load moves: so the ratio compares like with
 like). Then N concurrent sessions step a slider on one page (p50/p95 of their reruns).
@@ -110,13 +112,22 @@ async def away_from_bound(thumb, key: str) -> str:
     return key
 
 
-async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> tuple[float, str]:
+# resolves once the browser's main thread has drawn a frame and then found idle time: everything the app sent
+# so far is rendered (Plotly draws synchronously inside React's commit, KaTeX and the data grids likewise)
+IDLE_JS = """() => new Promise(r => requestAnimationFrame(
+  () => requestIdleCallback(() => r(true), {timeout: 30000})))"""
+
+
+async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> tuple[float, str, float]:
     """(seconds from one arrow-key press on the slider to the end of the last run it starts, that run's
-    script_finished status: a fragment rerun or a full one)."""
+    script_finished status: a fragment rerun or a full one, seconds until the browser had drawn the result).
+
+    The press waits for an idle browser, so a step never shares the CPU with the previous step's drawing."""
     css = f'.st-key-{slider_key.replace(".", "-")}'
     thumb = pg.locator(f'{css} [role="slider"], {css} input[type="range"]').first
     await thumb.focus(timeout=timeout_ms)
     key = await away_from_bound(thumb, key)
+    await pg.evaluate(IDLE_JS)
     seen = len(pg.finished)
     t0 = time.perf_counter()
     await pg.keyboard.press(key)
@@ -125,22 +136,26 @@ async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> tuple[f
         if time.perf_counter() > deadline:
             raise TimeoutError(f"no rerun ended within {timeout_ms / 1000:.0f} s of a step on {slider_key}")
         await asyncio.sleep(0.01)
+    await pg.evaluate(IDLE_JS)
+    drawn = time.perf_counter() - t0
     await settle(pg, timeout_ms, quiet_ms=300)   # a follow-up rerun (URL write-back, a queued step) counts too
     end, status = pg.finished[-1]
-    return end - t0, status
+    return end - t0, status, max(drawn, end - t0)   # a follow-up run that ended later: at least its end
 
 
 async def page_samples(browser, url: str, path: str, sliders: list[str], rounds: range, timeout_ms: float,
                        into: dict | None = None) -> dict:
     """Open `path` once per round and step each slider once (right on even rounds, left on odd ones, so the value
     stays near its default and never sticks at a bound); appends to `into`: open times, step times, run kinds."""
-    into = into or {"open": [], "steps": {s: [] for s in sliders}, "kinds": {s: [] for s in sliders}}
+    into = into or {"open": [], "steps": {s: [] for s in sliders}, "kinds": {s: [] for s in sliders},
+                    "drawn": {s: [] for s in sliders}}
     for i in rounds:
         seconds, (ctx, pg) = await open_time(browser, f"{url}/{path}", timeout_ms)
         into["open"].append(seconds)
         for s in sliders:
-            dt, status = await step_time(pg, s, "ArrowRight" if i % 2 == 0 else "ArrowLeft", timeout_ms)
+            dt, status, drawn = await step_time(pg, s, "ArrowRight" if i % 2 == 0 else "ArrowLeft", timeout_ms)
             into["steps"][s].append(dt)
+            into["drawn"][s].append(drawn)
             into["kinds"][s].append("fragment" if status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" else "full")
         await ctx.close()
     return into
@@ -151,6 +166,7 @@ def page_row(samples: dict) -> dict:
     steps, kinds = samples["steps"], samples["kinds"]
     all_steps = [x for v in steps.values() for x in v]
     return {"open": summary(samples["open"]), "step": summary(all_steps),
+            "drawn": summary([x for v in samples["drawn"].values() for x in v]),
             "by_control": {s: {**summary(v), "runs": runs(kinds[s])} for s, v in steps.items()}}
 
 
@@ -165,7 +181,7 @@ async def concurrent(browser, url: str, path: str, slider: str, sessions: int, s
         out = []
         try:
             for j in range(steps):
-                dt, _ = await step_time(pg, slider, "ArrowRight" if j % 2 == 0 else "ArrowLeft", timeout_ms)
+                dt, _, _ = await step_time(pg, slider, "ArrowRight" if j % 2 == 0 else "ArrowLeft", timeout_ms)
                 out.append(dt)
         except Exception as exc:
             return out, f"{type(exc).__name__}: {str(exc)[:80]}"
@@ -200,12 +216,14 @@ def percentiles(xs: list[float]) -> dict:
 
 def table(rows: dict, floor: dict) -> str:
     """The printed table: open and step medians (min-max) and their ratio to the floor."""
-    lines = ["| page | open s (min-max) | x floor | step s (min-max) | x floor |", "|---|---|---|---|---|"]
+    lines = ["| page | open s (min-max) | x floor | step s (min-max) | x floor | drawn s (min-max) | x floor |",
+             "|---|---|---|---|---|---|---|"]
     for name, r in {"minimal app": floor, **rows}.items():
-        o, s = r["open"], r["step"]
+        o, s, d = r["open"], r["step"], r["drawn"]
         lines.append(f"| {name} | {o['median']:.2f} ({o['min']:.2f}-{o['max']:.2f}) | "
                      f"{o['median'] / floor['open']['median']:.1f} | {s['median']:.2f} ({s['min']:.2f}-{s['max']:.2f}) "
-                     f"| {s['median'] / floor['step']['median']:.1f} |")
+                     f"| {s['median'] / floor['step']['median']:.1f} | {d['median']:.2f} "
+                     f"({d['min']:.2f}-{d['max']:.2f}) | {d['median'] / floor['drawn']['median']:.1f} |")
     lines += ["", "| page | control | step s (min-max) | x floor | reruns |", "|---|---|---|---|---|"]
     for name, r in rows.items():
         for control, c in r["by_control"].items():

@@ -56,7 +56,8 @@ def register_template() -> str:
     """Register the app template and make it Plotly's default; returns its name. Idempotent."""
     if TEMPLATE_NAME not in pio.templates:
         pio.templates[TEMPLATE_NAME] = _build_template()
-    pio.templates.default = TEMPLATE_NAME
+    if pio.templates.default != TEMPLATE_NAME:  # the setter validates the whole template again (~5 ms a call)
+        pio.templates.default = TEMPLATE_NAME
     return TEMPLATE_NAME
 
 
