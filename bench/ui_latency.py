@@ -143,17 +143,52 @@ async def step_time(pg, slider_key: str, key: str, timeout_ms: float) -> tuple[f
     return end - t0, status, max(drawn, end - t0)   # a follow-up run that ended later: at least its end
 
 
+async def slider_range(pg, slider_key: str, timeout_ms: float) -> tuple[float, float, float, float] | None:
+    """(value, min, max, step) of a Streamlit slider's <input type=range>; None where it has none."""
+    css = f'.st-key-{slider_key.replace(".", "-")}'
+    thumb = pg.locator(f'{css} input[type="range"]').first
+    try:
+        got = await thumb.evaluate("e => [e.value, e.min, e.max, e.step]", timeout=timeout_ms)
+        return tuple(float(x) for x in got)
+    except Exception:  # no range input (an ARIA slider): keep the default start
+        return None
+
+
+def fresh_start(rng: tuple[float, float, float, float] | None, i: int) -> float | None:
+    """Round i's start value: 2 i steps from the default, wrapped inside the range. A step from it lands on a
+    value no earlier round opened or stepped to, so st.cache_data on the server cannot answer it from a
+    previous round (a student moving a slider meets new values too)."""
+    if rng is None or i == 0:
+        return None
+    value, lo, hi, step = rng
+    n = int(round((hi - lo) / step)) if step > 0 else 0
+    if n < 2:
+        return None
+    k = (int(round((value - lo) / step)) + 2 * i) % (n + 1)
+    return lo + k * step
+
+
 async def page_samples(browser, url: str, path: str, sliders: list[str], rounds: range, timeout_ms: float,
                        into: dict | None = None) -> dict:
-    """Open `path` once per round and step each slider once (right on even rounds, left on odd ones, so the value
-    stays near its default and never sticks at a bound); appends to `into`: open times, step times, run kinds."""
+    """Open `path` once per round (round i at fresh_start values, through the URL the sliders are bound to) and
+    step each slider once to the right (left at the top bound); appends to `into`: open times, step times,
+    drawn times, run kinds."""
     into = into or {"open": [], "steps": {s: [] for s in sliders}, "kinds": {s: [] for s in sliders},
-                    "drawn": {s: [] for s in sliders}}
+                    "drawn": {s: [] for s in sliders}, "ranges": {}}
     for i in rounds:
-        seconds, (ctx, pg) = await open_time(browser, f"{url}/{path}", timeout_ms)
+        query = []
+        for s in sliders:
+            start = fresh_start(into["ranges"].get(s), i)
+            if start is not None:
+                name = s.split(".", 1)[-1].removesuffix("__slider")
+                query.append(f"{name}={int(start) if float(start).is_integer() else round(start, 6)}")
+        seconds, (ctx, pg) = await open_time(browser, f"{url}/{path}" + ("?" + "&".join(query) if query else ""),
+                                             timeout_ms)
         into["open"].append(seconds)
         for s in sliders:
-            dt, status, drawn = await step_time(pg, s, "ArrowRight" if i % 2 == 0 else "ArrowLeft", timeout_ms)
+            if s not in into["ranges"]:
+                into["ranges"][s] = await slider_range(pg, s, timeout_ms)
+            dt, status, drawn = await step_time(pg, s, "ArrowRight", timeout_ms)
             into["steps"][s].append(dt)
             into["drawn"][s].append(drawn)
             into["kinds"][s].append("fragment" if status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" else "full")

@@ -16,6 +16,7 @@ from specdec_core import roofline as rl
 from specdec_core import steptime as stp
 from ui import roofline_figures as rf
 from ui.controls import slider_input
+from ui.figure_cache import cached_figure
 from ui.roofline_measured import measured_section
 from ui.steptime_controls import algebra_link, hw_from_key, pick_context, pick_shapes
 
@@ -63,8 +64,9 @@ def split_data(hw_key: tuple, mode: str, kv: str, target: str, draft: str, gamma
 
 
 # ------------------------------------------------------------------------------------------- figures ----
-# Built on every run from cached numbers, not cached themselves: a cached go.Figure is unpickled on every hit,
-# which re-validates it and costs as much as building it (measured, bench/ui_latency.py's issue-26 notes).
+# Cached by their inputs as plain dicts (ui.figure_cache): building and validating these three was most of the
+# server's time in a roofline gamma step (py-spy), and a student dragging back and forth revisits values.
+@cached_figure
 def speedup_fig(hw_key: tuple, mode: str, kv: str, target: str, draft: str, gamma: int, alpha: float,
                 context: int) -> go.Figure:
     """Speedup against batch for each context (the chosen one included), with crossings and HBM limits."""
@@ -73,6 +75,7 @@ def speedup_fig(hw_key: tuple, mode: str, kv: str, target: str, draft: str, gamm
     return rf.speedup_figure(curves, cross, rl.crossover_batch(hw_from_key(hw_key), gamma, mode), limits, context)
 
 
+@cached_figure
 def split_fig(hw_key: tuple, mode: str, kv: str, target: str, draft: str, gamma: int, alpha: float,
               context: int) -> go.Figure:
     """Where a decode step's and a verify pass's time goes, kernel class by kernel class, at SPLIT_BATCHES."""
@@ -81,6 +84,7 @@ def split_fig(hw_key: tuple, mode: str, kv: str, target: str, draft: str, gamma:
                                   f"Where the time goes: {stp.SHAPES[target].name}, context {context:,}")
 
 
+@cached_figure
 def best_gamma_fig(hw_key: tuple, mode: str, kv: str, target: str, draft: str, alpha: float, context: int,
                    batch: int) -> go.Figure:
     """The best gamma and its speedup against batch, the chosen batch marked."""
