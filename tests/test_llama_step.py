@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from gpu_demo.models.llama import LlamaConfig, init_random
-from gpu_demo.models.llama_step import rms_norm
+from gpu_demo.models.llama_step import build_plan, rms_norm
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TINY = LlamaConfig(vocab_size=64, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden_dim=96, max_seq_len=64)
@@ -37,7 +37,7 @@ def test_rms_norm_is_f_rms_norm_bit_for_bit() -> None:
         assert torch.equal(rms_norm(x, w, 1e-5), F.rms_norm(x, (shape[-1],), w, 1e-5))
 
 
-@pytest.mark.parametrize("fmt", ["fp16", "int8"])
+@pytest.mark.parametrize("fmt", ["fp16", "int8", "int4"])
 def test_step_plan_gives_the_general_paths_logits_bit_for_bit(fmt: str) -> None:
     model = init_random(TINY, seed=3, max_len=32).eval()
     assert model._step_plan is None  # float32: the general path
@@ -48,8 +48,10 @@ def test_step_plan_gives_the_general_paths_logits_bit_for_bit(fmt: str) -> None:
 
 def test_step_plan_only_where_it_applies() -> None:
     model = init_random(TINY, seed=4, max_len=32).eval()
-    model.quantize_for_cpu("int4")  # unfused maps: no plan
-    assert model._step_plan is None
+    model.quantize_for_cpu("int4")
+    for layer in model.layers:
+        layer.attention.qkv = ()  # unfused maps: no plan
+    assert build_plan(model) is None
     model.quantize_for_cpu("fp16")
     model.quantize_for_cpu("float32")  # undone with the format
     assert model._step_plan is None
@@ -79,6 +81,6 @@ def test_step_plan_on_the_smollm2_target_bit_for_bit() -> None:
         pytest.fail(str(exc))
     fmt, words = target_weights(torch.device("cpu"), torch.float32, CPU_WEIGHTS)
     prepare_target(smol, fmt, words)
-    assert (smol.model._step_plan is not None) == (fmt in ("fp16", "int8"))
+    assert (smol.model._step_plan is not None) == (fmt != "float32")
     ids = smol.tokenizer.encode("The capital of France is").ids
     _steps_both_ways(smol.model, ids, [1, 504, 3058, 28, 2])

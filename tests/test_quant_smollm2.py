@@ -45,7 +45,7 @@ def test_int4_blocks_are_the_files_numbers() -> None:
         assert torch.equal(quant.int4_dequant(q, d, m), state[name])
 
 
-@pytest.mark.parametrize("weights", ["fp16", "int4"])
+@pytest.mark.parametrize("weights", ["fp16", "int8", "int4"])
 def test_lookup_pair_greedy_exact_on_quantised_target(weights: str) -> None:
     pair = _pair("smollm2-lookup", weights=weights)
     assert pair.target.weight_format == weights and weights in pair.info["target"]
@@ -60,6 +60,21 @@ def test_eagle_pair_greedy_exact_on_the_default_cpu_weights() -> None:
     pair = _pair("smollm2-eagle")
     assert pair.target.weight_format == CPU_WEIGHTS
     _greedy_equal(pair, "Name three colours.", 10, 3)
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4"])
+def test_a_verify_pass_is_single_steps_bit_for_bit_on_activation_rounding_weights(weights: str) -> None:
+    """On SmolLM2 a last-bit difference before int8 rounding moved logits by up to 1.0 (measured), so the rows of a
+    verify pass must be the steps' own numbers, not merely close."""
+    pair = _pair("smollm2-lookup", weights=weights)
+    target, ids = pair.target, pair.tokenizer.encode("The capital of France is Paris, and the capital of Spain is")
+    with torch.no_grad():
+        target.reset(1)
+        target(torch.tensor([ids[:-4]]))
+        steps = torch.cat([target(torch.tensor([[t]])) for t in ids[-4:]], dim=1)  # (1, 4, V)
+        target.reset(1)
+        target(torch.tensor([ids[:-4]]))
+        assert torch.equal(target(torch.tensor([ids[-4:]])), steps)
 
 
 def test_forced_off_the_pair_runs_float32_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,8 @@ from ui.controls import bound_select
 
 LAST = "probe_result"                 # the last result (a ProbeResult)
 BY_FORMAT = "probe_results"           # {(shape name, weight format): ProbeResult} of this session
-FORMAT_WORDS = {"float32": "float32 (4 bytes a weight)", "fp16": "fp16 (2 bytes)", "int8": "int8 (1 byte)",
+FORMAT_WORDS = {"float32": "float32 (4 bytes a weight)", "fp16": "fp16 (2 bytes)",
+                "int8": "int8 (1.125 bytes with its scales)",
                 "int4": "int4 (0.75 bytes with its scales)"}
 
 
@@ -69,8 +70,8 @@ def format_table_section(shape: str) -> None:
         "The model reads each format's bytes per weight at the measured copy bandwidth and computes at the "
         "measured float32 matmul rate, so its knee, peak x bytes / (2 x bandwidth), halves with every halving "
         "of the bytes: weight-only 8-bit storage halves the threshold, as the source document says. The measured knee "
-        "follows only where the kernel does: here int8 also rounds the activations and multiplies in integers, "
-        "and PyTorch's int4 kernel dequantises as it goes, so each format has its own compute rate as well. "
+        "follows only where the kernel does: here int8 and int4 also round the activations to int8 per block of 32 "
+        "and multiply in integers (ONNX Runtime's kernels), so each format has its own compute rate as well. "
         "Each row is one run on a shared machine.")
 
 

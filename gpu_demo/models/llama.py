@@ -24,7 +24,7 @@ from gpu_demo.models.packed import (
     packing_available,
     unpack_linears,
 )
-from gpu_demo.models.quant import QuantLinear, dequantize_linears, fused, quantize_linears
+from gpu_demo.models.quant import ROWWISE_FORMATS, QuantLinear, dequantize_linears, fused, quantize_linears
 
 
 @dataclass(frozen=True)
@@ -112,14 +112,23 @@ class Attention(nn.Module):
         sin: torch.Tensor,
         mask: torch.Tensor | None,
     ) -> torch.Tensor:
-        """x (B, T, C) at positions start..start+T-1 -> (B, T, C); fills cache[:, :, start:start+T]."""
+        """x (B, T, C) at positions start..start+T-1 -> (B, T, C); fills cache[:, :, start:start+T].
+
+        mask None with T > 1: causal, each query row t attending to keys[:start+t+1] in a call of its own, the
+        call a T = 1 step makes, so every row is bit for bit a step's (a target whose kernels round activations).
+        """
         B, T, _ = x.shape
         q, k, v = self._qkv_rotated(x, cos, sin)  # (B, nh, T, hd), (B, nkv, T, hd) x2
         cache_k[:B, :, start : start + T] = k
         cache_v[:B, :, start : start + T] = v
         keys = cache_k[:B, :, : start + T]  # (B, nkv, S, hd)
         values = cache_v[:B, :, : start + T]  # (B, nkv, S, hd)
-        y = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)  # (B, nh, T, hd)
+        if mask is None and T > 1:
+            y = torch.cat([F.scaled_dot_product_attention(q[:, :, t : t + 1].contiguous(), keys[:, :, : start + t + 1],
+                                                          values[:, :, : start + t + 1], enable_gqa=True)
+                           for t in range(T)], dim=2)  # (B, nh, T, hd)
+        else:
+            y = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)  # (B, nh, T, hd)
         return self.wo(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
 
     def _qkv_rotated(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -252,7 +261,8 @@ class Llama(CachedDecoder, nn.Module):
 
         "float32" undoes any quantisation and packs as pack_for_cpu does. int4 takes each map's blocks (q, d, m)
         from q4 (the GGUF's own, by state-dict name) where given; the tied head, stored in the GGUF as Q8_0,
-        runs int8 in the int8 format and fp16 in the others. The float32 weights stay (training, state dict).
+        runs int8 (the same blocks of 32) in the int8 and int4 formats and fp16 in fp16. The float32 weights stay
+        (training, state dict).
         """
         self.pack_for_cpu(None)
         dequantize_linears(self)
@@ -265,10 +275,10 @@ class Llama(CachedDecoder, nn.Module):
             return 0
         self.set_weight_layout(False)
         w = self.tok_embeddings.weight if self.output is None else self.output.weight
-        self._quant_head = (QuantLinear("int8" if fmt == "int8" else "fp16", w.detach()),)  # a tuple: no submodule
+        self._quant_head = (QuantLinear("fp16" if fmt == "fp16" else "int8", w.detach()),)  # a tuple: no submodule
         self.weight_format = fmt
         n = quantize_linears(self, fmt, q4) + 1
-        for layer in self.layers:  # the decode path's fused maps (fp16, int8; int4 keeps one map per matrix)
+        for layer in self.layers:  # the decode path's fused maps
             a, f = layer.attention, layer.feed_forward
             a.qkv, f.gate_up = fused(fmt, [a.wq, a.wk, a.wv]), fused(fmt, [f.w1, f.w3])
         self._step_plan = build_plan(self)
@@ -311,8 +321,10 @@ class Llama(CachedDecoder, nn.Module):
         x = self.tok_embeddings(idx)  # (B, T, C)
         if tree_mask is not None:
             mask = tree_bias_at_offset(start, tree_mask, x.dtype)  # (T, start+T)
+        elif T == 1 or self.weight_format in ROWWISE_FORMATS:
+            mask = None  # causal; T > 1 row by row, each row a step's (Attention.forward)
         else:
-            mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
+            mask = causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
         for layer, ck, cv in zip(self.layers, self.cache.k, self.cache.v):
             x = layer(x, ck, cv, start, cos, sin, mask)
         self.cache.advance(T)

@@ -27,16 +27,17 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
 class StepPlan:
     """What one decode step reads: per layer (attention norm w, [wq; wk; wv], wo, ffn norm w, [w1; w3], w2)."""
 
-    fmt: str  # the maps' weight format (gpu_demo.models.quant)
+    fmt: str  # the layers' weight format (gpu_demo.models.quant)
     layers: tuple[tuple, ...]  # per layer: (n1 (C,), qkv packed, wo packed, n2 (C,), gate_up packed, w2 packed)
     norm: torch.Tensor  # (C,) final norm weight
-    head: tuple[torch.Tensor, ...]  # the output head's packed tensors
+    head: tuple  # the output head's packed tensors
+    head_fmt: str  # the head's weight format (int8 under int4 layers: the GGUF's head is Q8_0)
 
 
 def build_plan(model) -> StepPlan | None:
-    """The plan of a Llama whose every decode-path map is quantised alike and fused (fp16, int8); else None."""
+    """The plan of a Llama whose every decode-path map is quantised alike and fused; else None."""
     fmt = model.weight_format
-    if fmt not in ("fp16", "int8") or not model._quant_head or model.out_ids is not None:
+    if fmt not in ("fp16", "int8", "int4") or not model._quant_head or model.out_ids is not None:
         return None
     layers = []
     for layer in model.layers:
@@ -46,7 +47,8 @@ def build_plan(model) -> StepPlan | None:
             return None
         layers.append((layer.attention_norm.weight.detach(), maps[0].packed, maps[1].packed,
                        layer.ffn_norm.weight.detach(), maps[2].packed, maps[3].packed))
-    return StepPlan(fmt, tuple(layers), model.norm.weight.detach(), model._quant_head[0].packed)
+    head = model._quant_head[0]
+    return StepPlan(fmt, tuple(layers), model.norm.weight.detach(), head.packed, head.fmt)
 
 
 def step_one(model, plan: StepPlan, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -75,4 +77,4 @@ def step_one(model, plan: StepPlan, idx: torch.Tensor) -> tuple[torch.Tensor, to
         g, u = lin(rms_norm(x, n2, eps), *gate_up).chunk(2, dim=-1)  # (1, H) each
         x = x + lin(F.silu(g) * u, *w2)
     model.cache.advance(1)
-    return lin(rms_norm(x, plan.norm, eps), *plan.head).view(1, 1, -1), x.view(1, 1, C)
+    return kernel(plan.head_fmt)(rms_norm(x, plan.norm, eps), *plan.head).view(1, 1, -1), x.view(1, 1, C)

@@ -1,17 +1,21 @@
-"""Quantised linear maps for CPU inference: fp16 and int8 weights (fbgemm) and int4 (the GGUF's own Q4_1 blocks).
+"""Quantised linear maps for CPU inference: fp16 weights (fbgemm), int8 blocks of 32 (ONNX Runtime) and int4 (the
+GGUF's own Q4_1 blocks).
 
 A batch-1 decode step streams every weight once, so on a CPU its time follows the bytes per weight: float32 4,
-fp16 2, int8 1 (+ a scale per row), int4 0.5 (+ a scale and a minimum per group of 32). The kernels:
+fp16 2, int8 1 (+ a scale per block of 32), int4 0.5 (+ a scale and a minimum per group of 32). The kernels:
 
     fp16:  y = x W16^T, W16 = fp16(W), float32 x and accumulation     (fbgemm, F16C + AVX2: weight-only)
-    int8:  y = s_x s[n] sum_k (x_k / s_x)_u8 q[n, k]                   (fbgemm dynamic: x rounded per call to
-           7-bit unsigned with its own range, W = s q per output channel, s[n] = max_k |W| / 127)
-    int4:  W[n, k] = s[g, n] (q[n, k] - 8) + z[g, n], g = k // 32      (torch _weight_int4pack_mm_for_cpu,
-           weight-only; Q4_1 stores W = d q + m per block: s = d, z = m + 8 d, the file's own numbers)
+    int8:  W = s q per block of 32 weights, x rounded to int8 per row  (ONNX Runtime MatMulNBits, llama.cpp's
+           and block of 32, integer dot products per block             Q8_0 arithmetic: gpu_demo.models.ort_blocks)
+    int4:  W = d q + m per block of 32 (the GGUF's Q4_1 numbers),      (ONNX Runtime MatMulNBits at zero point 8,
+           x rounded to int8 per row and block of 32                   + float32 block sums of x times m + 8 d)
 
 PyTorch's weight-only int8/int4 kernels (_weight_int8pack_mm, _weight_int4pack_mm_for_cpu, the ones gpt-fast and
 torchao call) are vectorised for AVX-512; on an AVX2-only CPU they run 3-7x *slower* than float32 BLAS
-(bench/quant_kernels.py), so int4 is kept for measurement and fp16/int8 are the fast formats there.
+(bench/quant_kernels.py). fbgemm's dynamic int8 is fast but rounds x per call over the whole tensor, which
+SmolLM2's outlier channels make far from the float32 law (mean TV 0.58), and a verify pass's rows then depend on
+each other. So int8 and int4 run on ONNX Runtime's MLAS kernels (gpu_demo.models.ort_blocks); torch's int4 and
+int8 kernels and fbgemm's dynamic int8 stay here only as bench/quant_kernels.py's comparisons.
 
 :class:`QuantLinear` keeps the float32 Parameter it wraps (training, the state dict) and uses the quantised copy
 in inference: the model's law is then whatever the kernel computes, which is what p must be.
@@ -29,11 +33,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gpu_demo.models.ort_blocks import Q4Map, Q8Map, ort_linear, q8_dequant, q8_from_float
+
 FORMATS = ("float32", "fp16", "int8", "int4")  # weight formats of a CPU target, most bytes first
 GROUP = 32  # GGUF Q4_1/Q8_0 block length
-# bytes a kernel streams per weight: int8 adds a float32 scale per row (negligible), int4 a float32 scale and zero
-# per group of 32 in torch's packed layout (8 bytes per 32 weights)
-BYTES_PER_WEIGHT = {"float32": 4.0, "fp16": 2.0, "int8": 1.0, "int4": 0.5 + 8 / 32}
+# bytes a kernel streams per weight: int8 adds a float32 scale per block of 32, int4 a float32 scale and zero per
+# group of 32 in torch's packed layout (8 bytes per 32 weights)
+BYTES_PER_WEIGHT = {"float32": 4.0, "fp16": 2.0, "int8": 1.0 + 4 / 32, "int4": 0.5 + 8 / 32}
+# formats whose kernels round the activations too: a model on them computes a pass of T rows as T steps would,
+# bit for bit (gpu_demo.models.ort_blocks says why), so greedy speculative output stays greedy autoregressive output
+ROWWISE_FORMATS = ("int8", "int4")
 QUANT_ENV = "SPECDEC_CPU_QUANT"  # "0": never quantise (forces the float32 fallback, for tests and comparisons)
 INNER_K_TILES = 2  # argument of the int4 packer (its CPU layout does not depend on it)
 
@@ -97,7 +106,7 @@ def int8_weight_only_linear(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor) -
 
 
 def fbgemm_int8_pack(w: torch.Tensor) -> torch.Tensor:
-    """W (N, K) -> fbgemm's packed per-channel int8 copy (opaque; only fbgemm_int8_linear reads it)."""
+    """W (N, K) -> fbgemm's packed per-channel int8 copy (opaque; only fbgemm_int8_linear reads it; bench only)."""
     q, s = int8_from_float(w)
     with warnings.catch_warnings():  # quantised tensors are deprecated in torch 2.13 but their fbgemm ops stay
         warnings.simplefilter("ignore")
@@ -127,15 +136,15 @@ def pack(fmt: str, w: torch.Tensor, q4: tuple[torch.Tensor, ...] | None = None) 
     if fmt == "fp16":
         return (fbgemm_fp16_pack(w),)
     if fmt == "int8":
-        return (fbgemm_int8_pack(w),)
+        return (Q8Map(w),)
     if fmt == "int4":
-        return int4_from_min_scale(*(q4 if q4 is not None else int4_from_float(w)))
+        return (Q4Map.from_blocks(*(q4 if q4 is not None else int4_from_float(w))),)
     raise ValueError(f"quantised formats are fp16, int8 and int4; got {fmt!r}")
 
 
 def kernel(fmt: str):
     """`fmt`'s linear kernel: a function (x (M, K) float32, *pack()'s tensors) -> (M, N)."""
-    return {"fp16": fbgemm_fp16_linear, "int8": fbgemm_int8_linear, "int4": int4_linear}[fmt]
+    return {"fp16": fbgemm_fp16_linear, "int8": ort_linear, "int4": ort_linear}[fmt]
 
 
 def run(fmt: str, x: torch.Tensor, packed: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -144,12 +153,11 @@ def run(fmt: str, x: torch.Tensor, packed: tuple[torch.Tensor, ...]) -> torch.Te
 
 
 def reference_weight(fmt: str, w: torch.Tensor) -> torch.Tensor:
-    """The float32 weight (N, K) `fmt`'s kernel stands for: fp16(W), s q (int8), d q + m (int4)."""
+    """The float32 weight (N, K) `fmt`'s kernel stands for: fp16(W), s q per block (int8), d q + m (int4)."""
     if fmt == "fp16":
         return w.half().float()
     if fmt == "int8":
-        q, s = int8_from_float(w)
-        return q.float() * s[:, None]
+        return q8_dequant(*q8_from_float(w), w.shape[1])
     return int4_dequant(*int4_from_float(w))
 
 
@@ -157,17 +165,19 @@ def reference_weight(fmt: str, w: torch.Tensor) -> torch.Tensor:
 def _probe(fmt: str) -> str | None:
     """None where the `fmt` kernel runs here and matches x W^T of its own weight on a tiny case, else why not.
 
-    int8 rounds x as well, so it gets 5% relative error; the weight-only formats 1e-4.
+    int8 and int4 round x as well, so they get 5% relative error; fp16 1e-4. A missing kernel library (ONNX Runtime
+    for int8 and int4) counts as a missing kernel.
     """
     g = torch.Generator().manual_seed(0)
     w = torch.randn(16, 2 * GROUP, generator=g)  # (N, K)
     x = torch.randn(3, 2 * GROUP, generator=g)  # (M, K)
     try:
         y = run(fmt, x, pack(fmt, w))
-    except (RuntimeError, AttributeError, NotImplementedError) as exc:
+    except Exception as exc:  # any failure means "not here" (ONNX Runtime raises its own classes)
         return f"the {fmt} kernel is not available here ({str(exc).strip().splitlines()[0][:160]})"
     ref = x @ reference_weight(fmt, w).t()
-    if not bool(torch.isfinite(y).all()) or float((y - ref).norm() / ref.norm()) > (0.05 if fmt == "int8" else 1e-4):
+    tol = 0.05 if fmt in ("int8", "int4") else 1e-4
+    if not bool(torch.isfinite(y).all()) or float((y - ref).norm() / ref.norm()) > tol:
         return f"the {fmt} kernel's result is off on this CPU"
     return None
 
@@ -195,9 +205,10 @@ def describe(fmt: str) -> str:
     """The weight format in words."""
     return {"float32": "float32 weights",
             "fp16": "fp16 weights, float32 compute (fbgemm)",
-            "int8": "int8 weights per output channel, activations rounded to 7 bits per call (fbgemm dynamic)",
-            "int4": f"int4 weights from the GGUF's Q4_1 blocks, scale and minimum per {GROUP} "
-                    "(torch _weight_int4pack_mm_for_cpu)"}[fmt]
+            "int8": f"int8 weights and activations per block of {GROUP}, llama.cpp's Q8_0 arithmetic "
+                    "(ONNX Runtime MatMulNBits)",
+            "int4": f"int4 weights from the GGUF's Q4_1 blocks (scale and minimum per {GROUP}), int8 activations "
+                    f"per block of {GROUP} (ONNX Runtime MatMulNBits)"}[fmt]
 
 
 # ---------------------------------------------------------------------- the module --
@@ -207,7 +218,9 @@ class QuantLinear(nn.Module):
     Training (autograd on) and non-float32 or non-CPU inputs use the float32 weight.
     """
 
-    def __init__(self, fmt: str, weight: torch.Tensor, q4: tuple[torch.Tensor, ...] | None = None) -> None:
+    def __init__(self, fmt: str, weight: torch.Tensor, q4: tuple[torch.Tensor, ...] | None = None,
+                 packed: tuple | None = None) -> None:
+        """`packed`: the kernel's copy where it is already made (fused int4 blocks); else packed from weight (or q4)."""
         super().__init__()
         self.fmt = fmt
         self.out_features, self.in_features = weight.shape
@@ -215,7 +228,7 @@ class QuantLinear(nn.Module):
             self.weight = weight  # the wrapped nn.Linear's Parameter: state dicts and training unchanged
         else:
             self.register_buffer("weight", weight, persistent=False)  # borrowed (a tied head's table)
-        self._packed: tuple[torch.Tensor, ...] | None = pack(fmt, weight, q4)  # a tuple: not in the state dict
+        self._packed: tuple | None = packed or pack(fmt, weight, q4)  # a tuple: not in the state dict
 
     @property
     def packed(self) -> tuple[torch.Tensor, ...]:
@@ -228,7 +241,7 @@ class QuantLinear(nn.Module):
         """Drop the packed copy (a fused map serves the decode path); the next quantised call packs it again.
 
         Not for int4: its copy may hold the GGUF's own blocks, which packing from the float32 weight would not
-        reproduce (fused() keeps int4 maps whole, so they are never released)."""
+        reproduce (fused() keeps int4 maps packed, so they are never released)."""
         if self.fmt == "int4":
             raise ValueError("an int4 map keeps its packed blocks (they may be the GGUF's own)")
         self._packed = None
@@ -256,17 +269,20 @@ def fused(fmt: str, maps: list[QuantLinear]) -> tuple[QuantLinear, ...]:
     """One quantised map for W = [W_1; ...; W_n] stacked by rows: x W^T = [x W_1^T, ..., x W_n^T].
 
     One kernel call instead of n on the decode path; each output column is the same dot product over k, so
-    the law is unchanged (each format's kernel computes every output column alone). Returns () for int4,
-    whose packed layout is per map, and where the maps are not quantised alike.
+    the law is unchanged (each format's kernel computes every output column alone). int4 stacks the maps' own
+    blocks (they may be the GGUF's) and keeps the separate maps packed; the others pack the stacked float32
+    weight and release the separate copies. Returns () where the maps are not quantised alike.
     """
-    if fmt not in ("fp16", "int8") or any(not isinstance(m, QuantLinear) or m.fmt != fmt for m in maps):
+    if fmt not in ("fp16", "int8", "int4") or any(not isinstance(m, QuantLinear) or m.fmt != fmt for m in maps):
         return ()
     with torch.no_grad():
         w = torch.cat([m.weight.detach() for m in maps])  # (sum N_i, K): only packed, not kept
-    out = QuantLinear(fmt, w)
+    blocks = (Q4Map.stack([m.packed[0] for m in maps]),) if fmt == "int4" else None
+    out = QuantLinear(fmt, w, packed=blocks)
     out.weight = None  # the float32 stack is not kept: non-quantised inputs use the separate maps
     for m in maps:
-        m.release_packed()
+        if fmt != "int4":
+            m.release_packed()
     return (out,)  # a tuple: not a submodule, not in the state dict
 
 

@@ -87,7 +87,10 @@ def _dtype(device: torch.device, dtype: torch.dtype | str | None) -> torch.dtype
 
 _TARGETS: dict[tuple[str, str, int, str], SmolLM2] = {}
 _TARGETS_LOCK = threading.Lock()
-CPU_WEIGHTS = "fp16"  # the target's CPU format: TV 5e-4 from float32 (int8, fbgemm dynamic: TV 0.5)
+# The target's CPU format: fp16, TV 6e-4 from float32, whose verify pass batches its rows. int8 and int4 (ONNX
+# Runtime's blocks, TV 0.03) decode plain faster but compute a verify pass's rows as single steps to keep greedy
+# outputs exact, so speculation pays less on them (bench/quant_decode.py, gpu_demo.models.ort_blocks).
+CPU_WEIGHTS = "fp16"
 WEIGHTS_ENV = "SPECDEC_CPU_WEIGHTS"
 
 
