@@ -1,8 +1,8 @@
 """Micro-benchmark: one SmolLM2 linear map on one CPU thread, per weight kernel, at 1 row and at 2-8 rows (verify).
 
 Kernels: float32 F.linear (BLAS), float32 oneDNN-packed (gpu_demo.models.packed), torch's weight-only int8
-per-channel (_weight_int8pack_mm) and int4 group 32 (_weight_int4pack_mm_for_cpu), and fbgemm's fp16 weights and
-dynamic int8 (gpu_demo.models.quant), on SmolLM2-135M's
+per-channel (_weight_int8pack_mm) and int4 group 32 (_weight_int4pack_mm_for_cpu), fbgemm's fp16 weights and
+dynamic int8, and ONNX Runtime's int8 and Q4_1 blocks of 32 (gpu_demo.models.ort_blocks), on SmolLM2-135M's
 shapes (random weights: the time does not depend on the values). Kernels are interleaved in every repeat; each
 timing is the mean of --calls products; the table is the median [min, max] over repeats, and the time per row
 count summed over one decoder layer's seven maps plus the head.
@@ -21,14 +21,24 @@ from gpu_demo.device import time_call
 from gpu_demo.flags import CliParser, add_json, add_threads, parse
 from gpu_demo.measure.bench import environment
 from gpu_demo.models.packed import pack_weight, packed_linear, packing_available
-from gpu_demo.models.quant import int8_from_float, int8_weight_only_linear, pack, run
+from gpu_demo.models.quant import (
+    fbgemm_int8_linear,
+    fbgemm_int8_pack,
+    int4_from_float,
+    int4_from_min_scale,
+    int4_linear,
+    int8_from_float,
+    int8_weight_only_linear,
+    pack,
+    run,
+)
 from gpu_demo.reports import write_report
 from specdec_core.repeats import check_repeats, spread
 
 SHAPES = {"q/o 576x576": (576, 576, 2), "k/v 192x576": (192, 576, 2), "gate/up 1536x576": (1536, 576, 2),
           "down 576x1536": (576, 1536, 1), "head 49152x576": (49152, 576, 1)}  # (out, in, count per layer)
 KERNELS = ("float32 BLAS", "float32 oneDNN packed", "torch int8 weight-only", "torch int4 group 32", "fbgemm fp16",
-           "fbgemm int8 dynamic")
+           "fbgemm int8 dynamic", "ORT int8 blocks", "ORT int4 Q4_1 blocks")
 
 
 def kernel_fns(w: torch.Tensor) -> dict:
@@ -39,7 +49,11 @@ def kernel_fns(w: torch.Tensor) -> dict:
         fns["float32 oneDNN packed"] = lambda x: packed_linear(x, pw)
     q8, s8 = int8_from_float(w)
     fns["torch int8 weight-only"] = lambda x: int8_weight_only_linear(x, q8, s8)
-    for name, fmt in (("torch int4 group 32", "int4"), ("fbgemm fp16", "fp16"), ("fbgemm int8 dynamic", "int8")):
+    t4 = int4_from_min_scale(*int4_from_float(w))
+    fns["torch int4 group 32"] = lambda x: int4_linear(x, *t4)
+    f8 = fbgemm_int8_pack(w)
+    fns["fbgemm int8 dynamic"] = lambda x: fbgemm_int8_linear(x, f8)
+    for name, fmt in (("fbgemm fp16", "fp16"), ("ORT int8 blocks", "int8"), ("ORT int4 Q4_1 blocks", "int4")):
         packed = pack(fmt, w)
         fns[name] = lambda x, fmt=fmt, packed=packed: run(fmt, x, packed)
     return fns

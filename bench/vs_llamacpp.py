@@ -9,11 +9,12 @@ prompts) with the min..max spread, and ours / llama.cpp ratios. Rows:
   n-gram lookup and the same model as its own draft (its only drafts without a second checkpoint).
 Greedy agreement: for each configuration, the first token index where it departs from our plain greedy output.
 
-Weights: our target comes from the standard loader (gpu_demo.models.smollm2.shared_target: the GGUF's Q4_1 weights
-dequantised, then on the CPU's default format CPU_WEIGHTS, fp16 through fbgemm, with [wq; wk; wv] and [w1; w3]
-fused; $SPECDEC_CPU_WEIGHTS picks another); llama.cpp computes with the Q4_1 blocks directly (its dot products
-quantise the activations to 8 bits), so its logits differ from ours in the last bits and greedy texts agree up to
-the first near-tie, then part.
+Weights: our target comes from the standard loader (gpu_demo.models.smollm2.shared_target: the GGUF's weights on the
+CPU's default format CPU_WEIGHTS, int4 = the file's own Q4_1 blocks on ONNX Runtime's MatMulNBits with activations
+rounded to int8 per block of 32, and the Q8_0 head as int8 blocks, with [wq; wk; wv] and [w1; w3] fused; --weights
+or $SPECDEC_CPU_WEIGHTS picks another); llama.cpp computes with the same blocks and also rounds the activations to
+8 bits per block, but in its own kernels and order, so its logits differ from ours in the last bits and greedy
+texts agree up to the first near-tie, then part.
 
     .venv/bin/python bench/vs_llamacpp.py --prompts 4 --max-new-tokens 64 --repeats 3 --json /tmp/vs_llamacpp.json
 """
