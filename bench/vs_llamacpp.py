@@ -17,6 +17,8 @@ or $SPECDEC_CPU_WEIGHTS picks another); llama.cpp computes with the same blocks 
 texts agree up to the first near-tie, then part.
 
     .venv/bin/python bench/vs_llamacpp.py --prompts 4 --max-new-tokens 64 --repeats 3 --json /tmp/vs_llamacpp.json
+
+--also-weights int8,int4 adds our plain decoder on those formats to the same interleaved run (one row each).
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--llama-gamma", type=int, default=4, help="llama.cpp's draft length (n-gram and self-draft)")
     add_temperature(ap, 0.0)
     ap.add_argument("--weights", default=None, help="our target's weight format, if the loader offers one")
+    ap.add_argument("--also-weights", default="",
+                    help="comma list of more weight formats for our plain decoder, each its own row in the same run")
     add_json(ap)
     args = parse(ap, argv)  # a refused --json exits 2 here, before any work
     torch.set_num_threads(1)  # one CPU thread each, as llama.cpp's server runs (no --threads: the comparison's terms)
@@ -79,8 +83,10 @@ def main(argv: list[str] | None = None) -> dict:
     target = smol.model
     head = load_head(target, ASSETS, max_len=512)
     servers = {k: EmbeddedServer(Mode(k, args.llama_gamma)) for k in ("none", "ngram", "self")}
+    also = [f.strip() for f in args.also_weights.split(",") if f.strip()]
     cfgs: dict[str, Runner] = {
         "ours plain": ours(target, None, 0, samp, n),
+        **{f"ours plain {fmt}": ours(load_target(fmt, 512).model, None, 0, samp, n) for fmt in also},
         f"ours eagle g={args.gamma}": ours(target, EagleDrafter(target, head), args.gamma, samp, n),
         "llama.cpp plain": llamacpp(servers["none"], args.temperature, n),
         f"llama.cpp ngram g={args.llama_gamma}": llamacpp(servers["ngram"], args.temperature, n),
@@ -103,7 +109,9 @@ def main(argv: list[str] | None = None) -> dict:
     tps = {k: [n_tok / s for s in v] for k, v in secs.items()}
     med = {k: statistics.median(v) for k, v in tps.items()}
     spec_l = max((k for k in cfgs if k.startswith("llama.cpp ") and "plain" not in k), key=lambda k: med[k])
-    rows = [("plain", "ours plain", "llama.cpp plain"), ("best speculative", f"ours eagle g={args.gamma}", spec_l)]
+    rows = [("plain", "ours plain", "llama.cpp plain"),
+            *((f"plain, {fmt}", f"ours plain {fmt}", "llama.cpp plain") for fmt in also),
+            ("best speculative", f"ours eagle g={args.gamma}", spec_l)]
     table = [{"row": r, "ours": o, "llama.cpp": t, "ours_tok_s": med[o], "llama_tok_s": med[t],
               "ratio": med[o] / med[t], "ours_spread": [min(tps[o]), max(tps[o])],
               "llama_spread": [min(tps[t]), max(tps[t])]} for r, o, t in rows]
@@ -111,16 +119,19 @@ def main(argv: list[str] | None = None) -> dict:
     agree = {k: [first_difference(a, b) for a, b in zip(base, outs[k])] for k in cfgs if k != "ours plain"}
     print(f"\nSmolLM2-135M-Instruct, {len(prompts)} chat prompts x {n} new tokens, T = {args.temperature:g}, 1 thread "
           f"each, median of {args.repeats} interleaved repeats (min..max)")
-    print(f"{'row':<18} {'ours':<14} {'tok/s':>16}  {'llama.cpp':<26} {'tok/s':>16}  {'ours/llama':>10}")
+    print(f"{'row':<18} {'ours':<16} {'tok/s':>16}  {'llama.cpp':<26} {'tok/s':>16}  {'ours/llama':>10}")
     for t in table:
         (lo, hi), (llo, lhi) = t["ours_spread"], t["llama_spread"]
-        print(f"{t['row']:<18} {t['ours']:<14} {t['ours_tok_s']:>6.1f} ({lo:.1f}..{hi:.1f})  {t['llama.cpp']:<26} "
+        print(f"{t['row']:<18} {t['ours']:<16} {t['ours_tok_s']:>6.1f} ({lo:.1f}..{hi:.1f})  {t['llama.cpp']:<26} "
               f"{t['llama_tok_s']:>6.1f} ({llo:.1f}..{lhi:.1f})  {t['ratio']:>10.2f}")
     print("\nall tokens/s (median):", {k: round(v, 1) for k, v in med.items()})
     if args.temperature == 0:
         print("greedy agreement with our plain greedy output (None = identical, else first differing index):")
         for k, v in agree.items():
             print(f"  {k}: {v}")
+        for fmt in also:
+            print(f"  llama.cpp plain against ours plain {fmt}: "
+                  f"{[first_difference(a, b) for a, b in zip(outs[f'ours plain {fmt}'], outs['llama.cpp plain'])]}")
     report = {"prompts": BENCH_CHAT_PROMPTS[: args.prompts], "max_new_tokens": n, "repeats": args.repeats,
               "temperature": args.temperature, "gamma": args.gamma, "llama_gamma": args.llama_gamma,
               "tokens_per_s": tps, "median_tokens_per_s": med, "table": table, "first_difference": agree}

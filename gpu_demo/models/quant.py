@@ -40,8 +40,8 @@ GROUP = 32  # GGUF Q4_1/Q8_0 block length
 # bytes a kernel streams per weight: int8 adds a float32 scale per block of 32, int4 a float32 scale and zero per
 # group of 32 in torch's packed layout (8 bytes per 32 weights)
 BYTES_PER_WEIGHT = {"float32": 4.0, "fp16": 2.0, "int8": 1.0 + 4 / 32, "int4": 0.5 + 8 / 32}
-# formats whose kernels round the activations too: a model on them computes a pass of T rows as T steps would,
-# bit for bit (gpu_demo.models.ort_blocks says why), so greedy speculative output stays greedy autoregressive output
+# formats whose kernels round the activations too: a Llama on them runs a verify pass as single steps, bit for bit
+# (Llama._as_steps; gpu_demo.models.ort_blocks says why), so greedy speculative output stays greedy autoregressive
 ROWWISE_FORMATS = ("int8", "int4")
 QUANT_ENV = "SPECDEC_CPU_QUANT"  # "0": never quantise (forces the float32 fallback, for tests and comparisons)
 INNER_K_TILES = 2  # argument of the int4 packer (its CPU layout does not depend on it)
@@ -206,9 +206,9 @@ def describe(fmt: str) -> str:
     return {"float32": "float32 weights",
             "fp16": "fp16 weights, float32 compute (fbgemm)",
             "int8": f"int8 weights and activations per block of {GROUP}, llama.cpp's Q8_0 arithmetic "
-                    "(ONNX Runtime MatMulNBits)",
+                    "(ONNX Runtime MatMulNBits; a verify pass runs as single steps)",
             "int4": f"int4 weights from the GGUF's Q4_1 blocks (scale and minimum per {GROUP}), int8 activations "
-                    f"per block of {GROUP} (ONNX Runtime MatMulNBits)"}[fmt]
+                    f"per block of {GROUP} (ONNX Runtime MatMulNBits; a verify pass runs as single steps)"}[fmt]
 
 
 # ---------------------------------------------------------------------- the module --
