@@ -112,23 +112,14 @@ class Attention(nn.Module):
         sin: torch.Tensor,
         mask: torch.Tensor | None,
     ) -> torch.Tensor:
-        """x (B, T, C) at positions start..start+T-1 -> (B, T, C); fills cache[:, :, start:start+T].
-
-        mask None with T > 1: causal, each query row t attending to keys[:start+t+1] in a call of its own, the
-        call a T = 1 step makes, so every row is bit for bit a step's (a target whose kernels round activations).
-        """
+        """x (B, T, C) at positions start..start+T-1 -> (B, T, C); fills cache[:, :, start:start+T]."""
         B, T, _ = x.shape
         q, k, v = self._qkv_rotated(x, cos, sin)  # (B, nh, T, hd), (B, nkv, T, hd) x2
         cache_k[:B, :, start : start + T] = k
         cache_v[:B, :, start : start + T] = v
         keys = cache_k[:B, :, : start + T]  # (B, nkv, S, hd)
         values = cache_v[:B, :, : start + T]  # (B, nkv, S, hd)
-        if mask is None and T > 1:
-            y = torch.cat([F.scaled_dot_product_attention(q[:, :, t : t + 1].contiguous(), keys[:, :, : start + t + 1],
-                                                          values[:, :, : start + t + 1], enable_gqa=True)
-                           for t in range(T)], dim=2)  # (B, nh, T, hd)
-        else:
-            y = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)  # (B, nh, T, hd)
+        y = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)  # (B, nh, T, hd)
         return self.wo(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
 
     def _qkv_rotated(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -302,18 +293,38 @@ class Llama(CachedDecoder, nn.Module):
         full = logits.new_full((*logits.shape[:-1], self.vocab_size), float("-inf"))  # (B, T, V)
         return full.index_copy_(-1, self.out_ids, logits)
 
+    def _as_steps(self, idx: torch.Tensor) -> torch.Tensor:
+        """idx (1, T) -> logits (1, T, V) computed as T single-token steps, last_hidden (1, T, C) likewise.
+
+        Rounding activations is a step function: a last-bit difference between a batched pass and a step (the
+        attention and the kernels sum in another order) can move a value a whole step, and on SmolLM2 moved logits
+        by up to 1.0. A verify pass must be the steps' own numbers, or greedy speculative output parts from greedy
+        autoregressive output. The first pass (the prompt) stays batched: both decoders make it alike.
+        """
+        logits, hidden = [], []
+        for t in range(idx.shape[1]):
+            logits.append(self(idx[:, t : t + 1]))
+            hidden.append(self.last_hidden)
+        self.last_hidden = torch.cat(hidden, dim=1)  # (1, T, C)
+        return torch.cat(logits, dim=1)
+
     def forward(
         self, idx: torch.Tensor, positions: torch.Tensor | None = None, tree_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """idx (B, T) at positions cache_len..cache_len+T-1 -> logits (B, T, V) float32; appends T to the cache.
 
         A token tree passes positions (T,) (absolute, for RoPE) and tree_mask (T, S) (base.tree_bias_at_offset).
+        On weights whose kernels round the activations (quant.ROWWISE_FORMATS), a chain of T > 1 tokens after the
+        first pass (a verify pass) runs as T single steps: see _as_steps.
         """
         B, T = idx.shape
         if self._step_plan is not None and B == T == 1 and positions is None and tree_mask is None \
                 and not torch.is_grad_enabled() and self.device.type == "cpu" and self.dtype == torch.float32:
             logits, self.last_hidden = step_one(self, self._step_plan, idx)  # the same logits, fewer Python calls
             return logits
+        if self.weight_format in ROWWISE_FORMATS and T > 1 and B == 1 and self.cache_len > 0 and positions is None \
+                and tree_mask is None:
+            return self._as_steps(idx)
         start = self.cache.reserve(B, T, self.device, self.dtype)
         cos, sin = self._rope(start, T)  # (T, hd/2)
         if positions is not None:
@@ -321,10 +332,8 @@ class Llama(CachedDecoder, nn.Module):
         x = self.tok_embeddings(idx)  # (B, T, C)
         if tree_mask is not None:
             mask = tree_bias_at_offset(start, tree_mask, x.dtype)  # (T, start+T)
-        elif T == 1 or self.weight_format in ROWWISE_FORMATS:
-            mask = None  # causal; T > 1 row by row, each row a step's (Attention.forward)
         else:
-            mask = causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
+            mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, x.dtype)  # (T, start+T)
         for layer, ck, cv in zip(self.layers, self.cache.k, self.cache.v):
             x = layer(x, ck, cv, start, cos, sin, mask)
         self.cache.advance(T)

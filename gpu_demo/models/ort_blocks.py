@@ -8,11 +8,11 @@ which is the arithmetic of llama.cpp's Q8_0 dot product. A block of 32 confines 
 block, where a per-tensor rounding (fbgemm's dynamic int8) flattened every other channel of SmolLM2's
 activations (mean TV 0.58 from float32, against 0.03 here; bench/quant_decode.py).
 
-Rounding is a step function, so a last-bit difference in its input can move a value by a whole step. A verify
-pass must therefore compute each row bit for bit as a T = 1 step does, or greedy speculative output parts from
-greedy autoregressive output at the first such flip (measured: logits up to 1.0 apart on SmolLM2). The 8-bit
-kernel's rows already are (each row is rounded and summed alone); the 4-bit kernel's are not, so Q4Map runs rows
-one call each; and Llama computes such a target's attention row by row (gpu_demo.models.llama).
+Rounding is a step function, so a last-bit difference in its input can move a value by a whole step: a batched
+pass and a single step (attention and the 4-bit kernel sum in another order for several rows) give another law
+(measured: logits up to 1.0 apart on SmolLM2). Llama therefore runs a verify pass on these weights as single steps
+(Llama._as_steps), which keeps greedy speculative output equal to greedy autoregressive output. MLAS's int8 path
+gains little from several rows on this CPU anyway (4 rows cost about 3 single rows).
 
 PyTorch ships no weight-only kernel that is fast on a CPU without AVX-512 (gpu_demo.models.quant), so this one
 comes from ONNX Runtime: one single-operator session per map, run on the calling thread.
@@ -101,9 +101,7 @@ class Q4Map:
         x W^T = [x (d (q - 8))^T]_MatMulNBits + xsum z^T,  z = m + 8 d (N, K/32),  xsum[:, b] = sum_{k in b} x[:, k]
 
     The first term is the 4-bit kernel at its default zero point 8; the blocks' minimum comes back through the
-    float32 block sums of x (in the same session), so the weights are exactly the file's. Rows run one call each:
-    the kernel for M > 1 rows sums in another order (about 3e-7 apart), and the int8 rounding of the next map
-    turns such a difference into another law, so a verify pass of T rows would not compute what T single steps do.
+    float32 block sums of x (in the same session), so the weights are exactly the file's.
     """
 
     def __init__(self, codes: np.ndarray, d: torch.Tensor, m: torch.Tensor) -> None:
@@ -132,12 +130,8 @@ class Q4Map:
                    torch.cat([mp.m for mp in maps]))
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        """x (M, K) float32 on the CPU -> (M, N) float32, each row alone (class docstring)."""
-        xs = np.ascontiguousarray(x.numpy())
-        if xs.shape[0] == 1:
-            return torch.from_numpy(self._run(["y"], {"x": xs}, None)[0])
-        return torch.from_numpy(np.concatenate([self._run(["y"], {"x": xs[i : i + 1]}, None)[0]
-                                                for i in range(xs.shape[0])]))
+        """x (M, K) float32 on the CPU -> (M, N) float32."""
+        return torch.from_numpy(self._run(["y"], {"x": np.ascontiguousarray(x.numpy())}, None)[0])
 
 
 def ort_linear(x: torch.Tensor, block_map: Q8Map | Q4Map) -> torch.Tensor:
