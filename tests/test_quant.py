@@ -184,3 +184,17 @@ def test_a_pass_of_t_rows_is_t_steps_bit_for_bit_where_the_kernel_rounds_activat
         model.reset(1)
         model(prompt)
         assert torch.equal(model(torch.tensor([new])), steps)
+
+
+@pytest.mark.parametrize("fmt", quant.ROWWISE_FORMATS)
+def test_a_tree_pass_on_activation_rounding_weights_is_refused_in_one_line(fmt: str) -> None:
+    """A tree pass cannot run as single steps, and batched it would not be exact: refused, naming the way out."""
+    model = init_random(TINY, seed=6, max_len=32).eval()
+    model.quantize_for_cpu(fmt)
+    with torch.no_grad():
+        model.reset(1)
+        model(torch.tensor([[1, 2, 3]]))
+        mask = torch.tensor([[True, False], [True, True]])  # (T, T): the root, then one child
+        with pytest.raises(ValueError, match="token trees and batches need fp16 or float32") as err:
+            model(torch.tensor([[4, 5]]), torch.tensor([3, 4]), mask)
+    assert "\n" not in str(err.value)

@@ -315,16 +315,20 @@ class Llama(CachedDecoder, nn.Module):
 
         A token tree passes positions (T,) (absolute, for RoPE) and tree_mask (T, S) (base.tree_bias_at_offset).
         On weights whose kernels round the activations (quant.ROWWISE_FORMATS), a chain of T > 1 tokens after the
-        first pass (a verify pass) runs as T single steps: see _as_steps.
+        first pass (a verify pass) runs as T single steps (see _as_steps); a tree or a batch there is refused.
         """
         B, T = idx.shape
         if self._step_plan is not None and B == T == 1 and positions is None and tree_mask is None \
                 and not torch.is_grad_enabled() and self.device.type == "cpu" and self.dtype == torch.float32:
             logits, self.last_hidden = step_one(self, self._step_plan, idx)  # the same logits, fewer Python calls
             return logits
-        if self.weight_format in ROWWISE_FORMATS and T > 1 and B == 1 and self.cache_len > 0 and positions is None \
-                and tree_mask is None:
-            return self._as_steps(idx)
+        if self.weight_format in ROWWISE_FORMATS and T > 1 and self.cache_len > 0:
+            if tree_mask is not None or B != 1:
+                raise ValueError(f"a {self.weight_format} target verifies chains of one sequence only (its verify pass "
+                                 "runs as single steps to stay exact); token trees and batches need fp16 or float32 "
+                                 "weights (SPECDEC_CPU_WEIGHTS)")
+            if positions is None:
+                return self._as_steps(idx)
         start = self.cache.reserve(B, T, self.device, self.dtype)
         cos, sin = self._rope(start, T)  # (T, hd/2)
         if positions is not None:
