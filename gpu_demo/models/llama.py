@@ -297,9 +297,10 @@ class Llama(CachedDecoder, nn.Module):
         """idx (1, T) -> logits (1, T, V) computed as T single-token steps, last_hidden (1, T, C) likewise.
 
         Rounding activations is a step function: a last-bit difference between a batched pass and a step (the
-        attention and the kernels sum in another order) can move a value a whole step, and on SmolLM2 moved logits
-        by up to 1.0. A verify pass must be the steps' own numbers, or greedy speculative output parts from greedy
-        autoregressive output. The first pass (the prompt) stays batched: both decoders make it alike.
+        attention and the kernels sum in another order) can move a value a whole step, and on SmolLM2 moved
+        logits by up to 1.6 (a verify pass of 4 tokens against 4 steps). A verify pass must be the steps' own
+        numbers, or greedy speculative output parts from greedy autoregressive output. The first pass (the
+        prompt) stays batched: both decoders make it alike.
         """
         logits, hidden = [], []
         for t in range(idx.shape[1]):

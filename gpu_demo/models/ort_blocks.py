@@ -10,12 +10,13 @@ activations (mean TV 0.58 from float32, against 0.03 here; bench/quant_decode.py
 
 Rounding is a step function, so a last-bit difference in its input can move a value by a whole step: a batched
 pass and a single step (attention and the 4-bit kernel sum in another order for several rows) give another law
-(measured: logits up to 1.0 apart on SmolLM2). Llama therefore runs a verify pass on these weights as single steps
+(measured: logits up to 1.6 apart on SmolLM2). Llama therefore runs a verify pass on these weights as single steps
 (Llama._as_steps), which keeps greedy speculative output equal to greedy autoregressive output. MLAS's int8 path
 gains little from several rows on this CPU anyway (4 rows cost about 3 single rows).
 
 PyTorch ships no weight-only kernel that is fast on a CPU without AVX-512 (gpu_demo.models.quant), so this one
-comes from ONNX Runtime: one single-operator session per map, run on the calling thread.
+comes from ONNX Runtime: one small session per map (a MatMulNBits node, and for int4 the minimum's block sums),
+run on the calling thread.
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ from gpu_demo.models.ort_blocks import Q4Map, Q8Map, ort_linear, q8_dequant, q8_
 
 FORMATS = ("float32", "fp16", "int8", "int4")  # weight formats of a CPU target, most bytes first
 GROUP = 32  # GGUF Q4_1/Q8_0 block length
-# bytes a kernel streams per weight: int8 adds a float32 scale per block of 32, int4 a float32 scale and zero per
-# group of 32 in torch's packed layout (8 bytes per 32 weights)
+# bytes a kernel streams per weight: int8 adds a float32 scale per block of 32, int4 a float32 scale and a float32
+# minimum term per block of 32 (8 bytes per 32 weights, gpu_demo.models.ort_blocks.Q4Map)
 BYTES_PER_WEIGHT = {"float32": 4.0, "fp16": 2.0, "int8": 1.0 + 4 / 32, "int4": 0.5 + 8 / 32}
 # formats whose kernels round the activations too: a Llama on them runs a verify pass as single steps, bit for bit
 # (Llama._as_steps; gpu_demo.models.ort_blocks says why), so greedy speculative output stays greedy autoregressive
