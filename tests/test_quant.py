@@ -138,13 +138,18 @@ def test_fused_maps_give_the_separate_maps_logits_bit_for_bit(fmt: str) -> None:
 
 
 def exact_joint_of(model, cfg: SamplingConfig) -> np.ndarray:
-    """P(x1, x2, x3) over V^3 cells from the model's own processed laws (the law its kernels compute)."""
+    """P(x1, x2, x3) over V^3 cells from the model's own processed laws (the law its kernels compute): the prompt's
+    pass, then one step per token, as autoregressive decoding makes them (on int8/int4 the step is another graph
+    than the batched pass, gpu_demo.models.ort_step)."""
     from specdec_core.sampling import sampling_distribution
 
     def law(prefix: list[int]) -> np.ndarray:
         with torch.no_grad():
-            lg = model.forward_train(torch.tensor([PROMPT + prefix]))[0, -1].double().numpy()
-        return sampling_distribution(lg, cfg.temperature, cfg.top_k, cfg.top_p)
+            model.reset(1)
+            lg = model(torch.tensor([PROMPT]))[0, -1]
+            for t in prefix:
+                lg = model(torch.tensor([[t]]))[0, -1]
+        return sampling_distribution(lg.double().numpy(), cfg.temperature, cfg.top_k, cfg.top_p)
 
     joint = np.zeros(V**3)
     p1 = law([])

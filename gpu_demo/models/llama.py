@@ -16,6 +16,7 @@ from torch import nn
 
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
 from gpu_demo.models.llama_step import StepPlan, build_plan, rms_norm, step_one
+from gpu_demo.models.ort_step import OrtStep, build_ort_step
 from gpu_demo.models.packed import (
     PACK_MIN_ROWS,
     PackedLinear,
@@ -199,7 +200,8 @@ class Llama(CachedDecoder, nn.Module):
         self._packed_head: tuple[PackedLinear, ...] = ()  # set by pack_for_cpu
         self._quant_head: tuple[QuantLinear, ...] = ()  # set by quantize_for_cpu
         self.weight_format = "float32"  # of the linear maps' inference path (quantize_for_cpu)
-        self._step_plan: StepPlan | None = None  # batch-1 decode step over the quantised maps (quantize_for_cpu)
+        self._step_plan: StepPlan | None = None  # batch-1 decode step over fp16 maps (quantize_for_cpu)
+        self._ort_step: OrtStep | None = None  # batch-1 decode step as one graph over int8/int4 maps (likewise)
 
     # ------------------------------------------------------------------ properties --
     @property
@@ -257,7 +259,7 @@ class Llama(CachedDecoder, nn.Module):
         """
         self.pack_for_cpu(None)
         dequantize_linears(self)
-        self._quant_head, self.weight_format, self._step_plan = (), "float32", None
+        self._quant_head, self.weight_format, self._step_plan, self._ort_step = (), "float32", None, None
         for layer in self.layers:
             layer.attention.qkv = layer.feed_forward.gate_up = ()
         if fmt == "float32":
@@ -272,7 +274,7 @@ class Llama(CachedDecoder, nn.Module):
         for layer in self.layers:  # the decode path's fused maps
             a, f = layer.attention, layer.feed_forward
             a.qkv, f.gate_up = fused(fmt, [a.wq, a.wk, a.wv]), fused(fmt, [f.w1, f.w3])
-        self._step_plan = build_plan(self)
+        self._step_plan, self._ort_step = build_plan(self), build_ort_step(self)
         return n
 
     # --------------------------------------------------------------------- forward --
@@ -299,8 +301,9 @@ class Llama(CachedDecoder, nn.Module):
         Rounding activations is a step function: a last-bit difference between a batched pass and a step (the
         attention and the kernels sum in another order) can move a value a whole step, and on SmolLM2 moved
         logits by up to 1.6 (a verify pass of 4 tokens against 4 steps). A verify pass must be the steps' own
-        numbers, or greedy speculative output parts from greedy autoregressive output. The first pass (the
-        prompt) stays batched: both decoders make it alike.
+        numbers, or greedy speculative output parts from greedy autoregressive output. Each step is the one graph
+        of gpu_demo.models.ort_step, as in autoregressive decoding. The first pass (the prompt) stays batched:
+        both decoders make it alike.
         """
         logits, hidden = [], []
         for t in range(idx.shape[1]):
@@ -315,14 +318,20 @@ class Llama(CachedDecoder, nn.Module):
         """idx (B, T) at positions cache_len..cache_len+T-1 -> logits (B, T, V) float32; appends T to the cache.
 
         A token tree passes positions (T,) (absolute, for RoPE) and tree_mask (T, S) (base.tree_bias_at_offset).
-        On weights whose kernels round the activations (quant.ROWWISE_FORMATS), a chain of T > 1 tokens after the
-        first pass (a verify pass) runs as T single steps (see _as_steps); a tree or a batch there is refused.
+        A batch-1 inference step runs as one ONNX Runtime graph on int8/int4 weights (ort_step) and in fewer
+        Python calls on fp16 (llama_step). On weights whose kernels round the activations (quant.ROWWISE_FORMATS),
+        a chain of T > 1 tokens after the first pass (a verify pass) runs as T single steps (see _as_steps); a tree
+        or a batch there is refused.
         """
         B, T = idx.shape
-        if self._step_plan is not None and B == T == 1 and positions is None and tree_mask is None \
-                and not torch.is_grad_enabled() and self.device.type == "cpu" and self.dtype == torch.float32:
-            logits, self.last_hidden = step_one(self, self._step_plan, idx)  # the same logits, fewer Python calls
-            return logits
+        if B == T == 1 and positions is None and tree_mask is None and not torch.is_grad_enabled() \
+                and self.device.type == "cpu" and self.dtype == torch.float32:
+            if self._ort_step is not None:  # int8/int4: the step is one graph (and the only way a token is decoded)
+                logits, self.last_hidden = self._ort_step(self, idx)
+                return logits
+            if self._step_plan is not None:  # fp16: the general path's logits, fewer Python calls
+                logits, self.last_hidden = step_one(self, self._step_plan, idx)
+                return logits
         if self.weight_format in ROWWISE_FORMATS and T > 1 and self.cache_len > 0:
             if tree_mask is not None or B != 1:
                 raise ValueError(f"a {self.weight_format} target verifies chains of one sequence only (its verify pass "

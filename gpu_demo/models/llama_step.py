@@ -1,4 +1,4 @@
-"""One batch-1 decode step of a quantised Llama in few Python calls, with the same arithmetic as Llama.forward.
+"""One batch-1 decode step of an fp16-weight Llama in few Python calls, with the same arithmetic as Llama.forward.
 
 A CPU decode step of SmolLM2-135M is 121 small matrix-vector products and ~1,500 tiny tensor ops; at one thread the
 Python and dispatch cost around them (module calls, reshapes, per-layer RoPE factors) was a third of the step. The
@@ -6,6 +6,8 @@ step here reads every layer's packed weights from one tuple, forms the RoPE fact
 keeps q, k, v as views of the fused qkv output. Each op is the one Llama.forward runs on the same values (the
 same kernels on the same inputs, elementwise ops whose layout does not change their results), so the logits are
 bit for bit those of the general path (tests/test_llama_step.py checks torch.equal on the real target).
+
+The int8 and int4 formats take one ONNX Runtime graph per step instead (gpu_demo.models.ort_step).
 """
 
 from __future__ import annotations
@@ -27,17 +29,16 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
 class StepPlan:
     """What one decode step reads: per layer (attention norm w, [wq; wk; wv], wo, ffn norm w, [w1; w3], w2)."""
 
-    fmt: str  # the layers' weight format (gpu_demo.models.quant)
+    fmt: str  # the weight format of the layers and the head (gpu_demo.models.quant): fp16
     layers: tuple[tuple, ...]  # per layer: (n1 (C,), qkv packed, wo packed, n2 (C,), gate_up packed, w2 packed)
     norm: torch.Tensor  # (C,) final norm weight
     head: tuple  # the output head's packed tensors
-    head_fmt: str  # the head's weight format (int8 under int4 layers: the GGUF's head is Q8_0)
 
 
 def build_plan(model) -> StepPlan | None:
-    """The plan of a Llama whose every decode-path map is quantised alike and fused; else None."""
+    """The plan of a full-vocabulary Llama whose every decode-path map and head is fp16 and fused; else None."""
     fmt = model.weight_format
-    if fmt not in ("fp16", "int8", "int4") or not model._quant_head or model.out_ids is not None:
+    if fmt != "fp16" or not model._quant_head or model.out_ids is not None:
         return None
     layers = []
     for layer in model.layers:
@@ -47,8 +48,7 @@ def build_plan(model) -> StepPlan | None:
             return None
         layers.append((layer.attention_norm.weight.detach(), maps[0].packed, maps[1].packed,
                        layer.ffn_norm.weight.detach(), maps[2].packed, maps[3].packed))
-    head = model._quant_head[0]
-    return StepPlan(fmt, tuple(layers), model.norm.weight.detach(), head.packed, head.fmt)
+    return StepPlan(fmt, tuple(layers), model.norm.weight.detach(), model._quant_head[0].packed)
 
 
 def step_one(model, plan: StepPlan, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -77,4 +77,4 @@ def step_one(model, plan: StepPlan, idx: torch.Tensor) -> tuple[torch.Tensor, to
         g, u = lin(rms_norm(x, n2, eps), *gate_up).chunk(2, dim=-1)  # (1, H) each
         x = x + lin(F.silu(g) * u, *w2)
     model.cache.advance(1)
-    return kernel(plan.head_fmt)(rms_norm(x, plan.norm, eps), *plan.head).view(1, 1, -1), x.view(1, 1, C)
+    return lin(rms_norm(x, plan.norm, eps), *plan.head).view(1, 1, -1), x.view(1, 1, C)

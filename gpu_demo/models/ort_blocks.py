@@ -16,7 +16,8 @@ gains little from several rows on this CPU anyway (4 rows cost about 3 single ro
 
 PyTorch ships no weight-only kernel that is fast on a CPU without AVX-512 (gpu_demo.models.quant), so this one
 comes from ONNX Runtime: one small session per map (a MatMulNBits node, and for int4 the minimum's block sums),
-run on the calling thread.
+run on the calling thread, for the batched passes (the prompt); a decode step puts the same nodes of every map in
+one graph (gpu_demo.models.ort_step).
 """
 
 from __future__ import annotations
@@ -49,37 +50,54 @@ def q8_dequant(q: torch.Tensor, s: torch.Tensor, k: int) -> torch.Tensor:
     return (q.float().reshape(N, -1, BLOCK) * s[..., None]).reshape(N, -1)[:, :k]
 
 
-def _session(k: int, n: int, bits: int, codes: np.ndarray, scales: np.ndarray, zt: np.ndarray | None = None):
-    """An ONNX Runtime session x (M, k) -> y (M, n) of one MatMulNBits node over codes (n, blocks, 32 bits / 8)
-    uint8 and scales (n blocks) float32, zero point 2^(bits - 1), activations in int8 per block (accuracy 4);
-    with zt (blocks, n), y also adds xsum zt, xsum[:, b] the float32 sum of x over block b (Q4Map's minimum)."""
-    import onnxruntime as ort  # imported here: a machine without it falls back (quant._probe says why)
+def map_nodes(x: str, y: str, k: int, n: int, bits: int, codes: np.ndarray, scales: np.ndarray,
+              zt: np.ndarray | None = None, prefix: str = "") -> tuple[list, list]:
+    """ONNX nodes and initialisers for y = x W^T, x (..., k) -> y (..., n): one MatMulNBits node over codes
+    (n, blocks, 32 bits / 8) uint8 and scales (n blocks) float32, zero point 2^(bits - 1), activations in int8 per
+    block (accuracy 4); with zt (blocks, n), y also adds xsum zt, xsum[..., b] the float32 sum of x over block b
+    (Q4Map's minimum). Names of its own start with prefix (so that many maps share one graph)."""
     from onnx import TensorProto, helper
 
     def const(name: str, a: np.ndarray, kind: int = TensorProto.FLOAT):
-        return helper.make_tensor(name, kind, a.shape, a.tobytes(), raw=True)
+        return helper.make_tensor(prefix + name, kind, a.shape, a.tobytes(), raw=True)
 
-    nodes = [helper.make_node("MatMulNBits", ["x", "w", "s"], ["y" if zt is None else "y0"], domain="com.microsoft",
+    y0 = y if zt is None else prefix + "y0"
+    nodes = [helper.make_node("MatMulNBits", [x, prefix + "w", prefix + "s"], [y0], domain="com.microsoft",
                               K=k, N=n, bits=bits, block_size=BLOCK, accuracy_level=ACCURACY_INT8)]
     inits = [const("w", codes, TensorProto.UINT8), const("s", scales.astype(np.float32).reshape(-1))]
     if zt is not None:
-        nodes += [helper.make_node("Reshape", ["x", "blocks"], ["xb"]),  # (M, k/32, 32)
-                  helper.make_node("ReduceSum", ["xb", "last"], ["xsum"], keepdims=0),  # (M, k/32)
-                  helper.make_node("MatMul", ["xsum", "zt"], ["c"]),  # (M, n)
-                  helper.make_node("Add", ["y0", "c"], ["y"])]
+        nodes += [helper.make_node("Reshape", [x, prefix + "blocks"], [prefix + "xb"]),  # (M, k/32, 32)
+                  helper.make_node("ReduceSum", [prefix + "xb", prefix + "last"], [prefix + "xsum"], keepdims=0),
+                  helper.make_node("MatMul", [prefix + "xsum", prefix + "zt"], [prefix + "c"]),  # (M, n)
+                  helper.make_node("Add", [y0, prefix + "c"], [y])]
         inits += [const("zt", zt.astype(np.float32)),
                   const("blocks", np.array([-1, k // BLOCK, BLOCK]), TensorProto.INT64),
                   const("last", np.array([2]), TensorProto.INT64)]
+    return nodes, inits
+
+
+def session(graph, opset: int = 17):
+    """A one-thread CPU ONNX Runtime session over an onnx graph (the ONNX opset and com.microsoft's contrib ops)."""
+    import onnxruntime as ort  # imported here: a machine without it falls back (quant._probe says why)
+    from onnx import helper
+
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1  # the calling thread: no pool per session
+    opts.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def _session(k: int, n: int, bits: int, codes: np.ndarray, scales: np.ndarray, zt: np.ndarray | None = None):
+    """The bound run of a session x (M, k) -> y (M, n) over one map's nodes (map_nodes)."""
+    from onnx import TensorProto, helper
+
+    nodes, inits = map_nodes("x", "y", k, n, bits, codes, scales, zt)
     graph = helper.make_graph(nodes, f"q{bits}_linear",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["M", k])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["M", n])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = opts.inter_op_num_threads = 1  # the calling thread: no pool per map
-    opts.log_severity_level = 3
-    session = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    return session._sess.run  # the bound C++ run: the Python wrapper's checks cost ~5 us a call
+    return session(graph)._sess.run  # the bound C++ run: the Python wrapper's checks cost ~5 us a call
 
 
 class Q8Map:
@@ -88,8 +106,13 @@ class Q8Map:
     def __init__(self, w: torch.Tensor) -> None:
         self.out_features, self.in_features = N, K = w.shape
         q, s = q8_from_float(w)
-        codes = (q.to(torch.int16) + ZERO).to(torch.uint8).numpy().reshape(N, -1, BLOCK)  # (N, Kp/32, 32)
-        self._run = _session(K, N, 8, codes, s.numpy())
+        self.codes = (q.to(torch.int16) + ZERO).to(torch.uint8).numpy().reshape(N, -1, BLOCK)  # (N, Kp/32, 32)
+        self.scales = s.numpy()  # (N, Kp/32): kept, with the codes, to put the map in a larger graph
+        self._run = _session(K, N, 8, self.codes, self.scales)
+
+    def nodes(self, x: str, y: str, prefix: str) -> tuple[list, list]:
+        """This map's ONNX nodes and initialisers y = x W^T inside a larger graph (map_nodes)."""
+        return map_nodes(x, y, self.in_features, self.out_features, 8, self.codes, self.scales, prefix=prefix)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """x (M, K) float32 on the CPU -> (M, N) float32."""
@@ -112,8 +135,12 @@ class Q4Map:
             raise ValueError(f"need d, m of shape {(N, nb)}; got {tuple(d.shape)}, {tuple(m.shape)}")
         self.out_features, self.in_features = N, nb * BLOCK
         self.codes, self.d, self.m = codes, d.float().contiguous(), m.float().contiguous()  # kept to stack maps
-        zt = (self.m + 8 * self.d).t().contiguous()  # (K/32, N)
-        self._run = _session(self.in_features, N, 4, codes, self.d.numpy(), zt.numpy())
+        self.zt = (self.m + 8 * self.d).t().contiguous().numpy()  # (K/32, N)
+        self._run = _session(self.in_features, N, 4, codes, self.d.numpy(), self.zt)
+
+    def nodes(self, x: str, y: str, prefix: str) -> tuple[list, list]:
+        """This map's ONNX nodes and initialisers y = x W^T inside a larger graph (map_nodes)."""
+        return map_nodes(x, y, self.in_features, self.out_features, 4, self.codes, self.d.numpy(), self.zt, prefix)
 
     @classmethod
     def from_blocks(cls, q: torch.Tensor, d: torch.Tensor, m: torch.Tensor) -> Q4Map:

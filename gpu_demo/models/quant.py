@@ -206,9 +206,10 @@ def describe(fmt: str) -> str:
     return {"float32": "float32 weights",
             "fp16": "fp16 weights, float32 compute (fbgemm)",
             "int8": f"int8 weights and activations per block of {GROUP}, llama.cpp's Q8_0 arithmetic "
-                    "(ONNX Runtime MatMulNBits; a verify pass runs as single steps)",
+                    "(ONNX Runtime MatMulNBits, one graph per step; a verify pass runs as single steps)",
             "int4": f"int4 weights from the GGUF's Q4_1 blocks (scale and minimum per {GROUP}), int8 activations "
-                    f"per block of {GROUP} (ONNX Runtime MatMulNBits; a verify pass runs as single steps)"}[fmt]
+                    f"per block of {GROUP} (ONNX Runtime MatMulNBits, one graph per step; a verify pass runs as single "
+                    "steps)"}[fmt]
 
 
 # ---------------------------------------------------------------------- the module --
