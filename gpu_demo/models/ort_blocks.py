@@ -52,9 +52,9 @@ def q8_dequant(q: torch.Tensor, s: torch.Tensor, k: int) -> torch.Tensor:
 
 def map_nodes(x: str, y: str, k: int, n: int, bits: int, codes: np.ndarray, scales: np.ndarray,
               zt: np.ndarray | None = None, prefix: str = "") -> tuple[list, list]:
-    """ONNX nodes and initialisers for y = x W^T, x (..., k) -> y (..., n): one MatMulNBits node over codes
+    """ONNX nodes and initialisers for y = x W^T, x (M, k) -> y (M, n): one MatMulNBits node over codes
     (n, blocks, 32 bits / 8) uint8 and scales (n blocks) float32, zero point 2^(bits - 1), activations in int8 per
-    block (accuracy 4); with zt (blocks, n), y also adds xsum zt, xsum[..., b] the float32 sum of x over block b
+    block (accuracy 4); with zt (blocks, n), y also adds xsum zt, xsum[:, b] the float32 sum of x over block b
     (Q4Map's minimum). Names of its own start with prefix (so that many maps share one graph)."""
     from onnx import TensorProto, helper
 
@@ -65,14 +65,11 @@ def map_nodes(x: str, y: str, k: int, n: int, bits: int, codes: np.ndarray, scal
     nodes = [helper.make_node("MatMulNBits", [x, prefix + "w", prefix + "s"], [y0], domain="com.microsoft",
                               K=k, N=n, bits=bits, block_size=BLOCK, accuracy_level=ACCURACY_INT8)]
     inits = [const("w", codes, TensorProto.UINT8), const("s", scales.astype(np.float32).reshape(-1))]
-    if zt is not None:
-        nodes += [helper.make_node("Reshape", [x, prefix + "blocks"], [prefix + "xb"]),  # (M, k/32, 32)
-                  helper.make_node("ReduceSum", [prefix + "xb", prefix + "last"], [prefix + "xsum"], keepdims=0),
-                  helper.make_node("MatMul", [prefix + "xsum", prefix + "zt"], [prefix + "c"]),  # (M, n)
-                  helper.make_node("Add", [y0, prefix + "c"], [y])]
-        inits += [const("zt", zt.astype(np.float32)),
-                  const("blocks", np.array([-1, k // BLOCK, BLOCK]), TensorProto.INT64),
-                  const("last", np.array([2]), TensorProto.INT64)]
+    if zt is not None:  # x 2-D here (Gemm): xsum = x E with E (k, k/32) the blocks' indicator, y = xsum zt + y0
+        indicator = np.kron(np.eye(k // BLOCK, dtype=np.float32), np.ones((BLOCK, 1), np.float32))  # (k, k/32)
+        nodes += [helper.make_node("MatMul", [x, prefix + "blocks"], [prefix + "xsum"]),  # (M, k/32)
+                  helper.make_node("Gemm", [prefix + "xsum", prefix + "zt", y0], [y])]  # (M, n)
+        inits += [const("zt", zt.astype(np.float32)), const("blocks", indicator)]
     return nodes, inits
 
 
