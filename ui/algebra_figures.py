@@ -3,7 +3,9 @@
 Figures are built in one ``go.Figure(data, layout)`` call on the app template (the Plotly default once
 ``ui.theme.register_template()`` has run). ``ui.theme.new_figure`` would give the same look, but it
 re-validates the whole template three times per figure (about 35 ms each, measured), and this page
-draws four figures on every slider move.
+draws four figures on every slider move. The three a slider step redraws are built from plain dicts without
+Plotly's property validation (ui.theme.plain_figure; 9 -> 1.2 ms a figure here, and validation was a fifth of a
+step's server time under a browser's load); tests/test_algebra_figures.py checks they validate.
 """
 
 from __future__ import annotations
@@ -14,9 +16,14 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import NDArray
 
-from ui.theme import OKABE_ITO, ROLE_COLOUR, register_template
+from ui.theme import OKABE_ITO, ROLE_COLOUR, plain_figure, register_template
 
 register_template()
+
+# The step figures' legend at the figure's foot (container coordinates) inside a fixed bottom margin: a legend that
+# pushes the margins makes Plotly measure and lay the chart out again (doAutoMargin was 30% of Plotly's time in
+# Chromium's profile of an algebra slider step). Presenter mode's larger type lets the margins grow again.
+BOTTOM_LEGEND = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0, xanchor="left")
 
 
 def _vline(x: float, text: str, colour: str, dash: str = "dot", y: float = 1.0) -> tuple[dict, dict]:
@@ -52,52 +59,33 @@ def gamma_figure(
 ) -> go.Figure:
     """E[N] and speedup against gamma on one axis (both are pure numbers), the best integer gamma starred."""
     data = [
-        go.Scatter(
-            x=gammas, y=tokens, name="E[N], constant alpha", mode="lines+markers", line=dict(color=OKABE_ITO[0])
-        ),
-        go.Scatter(
-            x=gammas, y=speedups, name="speedup, constant alpha", mode="lines+markers", line=dict(color=OKABE_ITO[1])
-        ),
+        dict(type="scatter", x=gammas, y=tokens, name="E[N], constant alpha", mode="lines+markers",
+             line=dict(color=OKABE_ITO[0])),
+        dict(type="scatter", x=gammas, y=speedups, name="speedup, constant alpha", mode="lines+markers",
+             line=dict(color=OKABE_ITO[1])),
     ]
     if positional is not None:
         k = positional[0].size
         data += [
-            go.Scatter(
-                x=gammas[:k],
-                y=positional[0],
-                name="E[N], per position",
-                mode="lines",
-                line=dict(color=OKABE_ITO[0], dash="dash"),
-            ),
-            go.Scatter(
-                x=gammas[:k],
-                y=positional[1],
-                name="speedup, per position",
-                mode="lines",
-                line=dict(color=OKABE_ITO[1], dash="dash"),
-            ),
+            dict(type="scatter", x=gammas[:k], y=positional[0], name="E[N], per position", mode="lines",
+                 line=dict(color=OKABE_ITO[0], dash="dash")),
+            dict(type="scatter", x=gammas[:k], y=positional[1], name="speedup, per position", mode="lines",
+                 line=dict(color=OKABE_ITO[1], dash="dash")),
         ]
-    data.append(
-        go.Scatter(
-            x=[best[0]],
-            y=[best[1]],
-            name=f"best gamma shown = {best[0]}",
-            mode="markers",
-            marker=dict(symbol="star", size=16, color=ROLE_COLOUR["predicted"]),
-        )
-    )
+    data.append(dict(type="scatter", x=[best[0]], y=[best[1]], name=f"best gamma shown = {best[0]}", mode="markers",
+                     marker=dict(symbol="star", size=16, color=ROLE_COLOUR["predicted"])))
     shape, note = _vline(current, f"gamma = {current}", "#888888")
-    layout = go.Layout(
-        title="Tokens per step and speedup against draft length",
+    layout = dict(
+        title=dict(text="Tokens per step and speedup against draft length"),
         height=420,
         shapes=[shape, _hline(1.0)],
         annotations=[note],
-        xaxis=dict(title="draft length gamma"),
-        yaxis=dict(title="E[N] (tokens) and speedup (x)", rangemode="tozero"),
-        legend=dict(y=-0.25, yanchor="top", x=0, xanchor="left"),
-        margin=dict(t=60, b=40),
+        xaxis=dict(title=dict(text="draft length gamma")),
+        yaxis=dict(title=dict(text="E[N] (tokens) and speedup (x)"), rangemode="tozero"),
+        legend=BOTTOM_LEGEND,
+        margin=dict(l=70, r=20, t=60, b=105, autoexpand=False),
     )
-    return go.Figure(data, layout)
+    return plain_figure(data, layout)
 
 
 def alpha_figure(
@@ -105,28 +93,22 @@ def alpha_figure(
 ) -> go.Figure:
     """Speedup against alpha, one line per gamma; the current operating point marked, speedup = 1 dashed."""
     data = [
-        go.Scatter(x=alphas, y=s, name=f"gamma = {g}", mode="lines", line=dict(color=OKABE_ITO[i % len(OKABE_ITO)]))
+        dict(type="scatter", x=alphas, y=s, name=f"gamma = {g}", mode="lines",
+             line=dict(color=OKABE_ITO[i % len(OKABE_ITO)]))
         for i, (g, s) in enumerate(curves.items())
     ]
-    data.append(
-        go.Scatter(
-            x=[current[0]],
-            y=[current[1]],
-            name="you are here",
-            mode="markers",
-            marker=dict(symbol="x", size=14, color=ROLE_COLOUR["predicted"]),
-        )
-    )
-    layout = go.Layout(
-        title="Speedup against constant alpha, by draft length",
+    data.append(dict(type="scatter", x=[current[0]], y=[current[1]], name="you are here", mode="markers",
+                     marker=dict(symbol="x", size=14, color=ROLE_COLOUR["predicted"])))
+    layout = dict(
+        title=dict(text="Speedup against constant alpha, by draft length"),
         height=400,
         shapes=[_hline(1.0)],
-        xaxis=dict(title="acceptance alpha"),
-        yaxis=dict(title="speedup (x)", rangemode="tozero"),
-        legend=dict(y=-0.3, yanchor="top", x=0, xanchor="left"),
-        margin=dict(t=50, b=40),
+        xaxis=dict(title=dict(text="acceptance alpha")),
+        yaxis=dict(title=dict(text="speedup (x)"), rangemode="tozero"),
+        legend=BOTTOM_LEGEND,
+        margin=dict(l=70, r=20, t=50, b=110, autoexpand=False),
     )
-    return go.Figure(data, layout)
+    return plain_figure(data, layout)
 
 
 def heatmap_figure(
@@ -212,14 +194,9 @@ def pmf_figure(
     """Exact P(N = k) beside the Monte Carlo frequencies, with vertical lines at the mean, P50 and P99."""
     ks = np.arange(1, pmf.size + 1)
     data = [
-        go.Bar(x=ks, y=pmf, name="exact P(N = k)", marker_color=ROLE_COLOUR["predicted"]),
-        go.Bar(
-            x=ks,
-            y=simulated,
-            name=f"Monte Carlo, {n_steps:,} steps",
-            marker_color=ROLE_COLOUR["measured"],
-            marker_pattern_shape="/",
-        ),
+        dict(type="bar", x=ks, y=pmf, name="exact P(N = k)", marker=dict(color=ROLE_COLOUR["predicted"])),
+        dict(type="bar", x=ks, y=simulated, name=f"Monte Carlo, {n_steps:,} steps",
+             marker=dict(color=ROLE_COLOUR["measured"], pattern=dict(shape="/"))),
     ]
     dashes = {"mean": "solid", "P50": "dash", "P99": "dot"}
     lines = [
@@ -232,15 +209,15 @@ def pmf_figure(
         )
         for i, (label, x) in enumerate(marks.items())
     ]
-    layout = go.Layout(
-        title="Tokens per step: the exact law against the simulation",
+    layout = dict(
+        title=dict(text="Tokens per step: the exact law against the simulation"),
         height=400,
         barmode="group",
         shapes=[s for s, _ in lines],
         annotations=[a for _, a in lines],
-        xaxis=dict(title="tokens emitted in one step, N", tickmode="linear", dtick=1),
-        yaxis=dict(title="probability"),
-        margin=dict(t=80, b=40),
-        legend=dict(y=-0.2, yanchor="top", x=0, xanchor="left"),
+        xaxis=dict(title=dict(text="tokens emitted in one step, N"), tickmode="linear", dtick=1),
+        yaxis=dict(title=dict(text="probability")),
+        margin=dict(l=80, r=20, t=80, b=85, autoexpand=False),
+        legend=BOTTOM_LEGEND,
     )
-    return go.Figure(data, layout)
+    return plain_figure(data, layout)

@@ -80,8 +80,11 @@ def paper_tables() -> tuple[list[dict], list[dict], dict[str, float]]:
     return lev, chen, gaps
 
 
-def paper_section(choice: str, current: dict[str, float]) -> None:
-    """Formula prediction beside the reported speedup for every paper row, and the derived c or alpha."""
+def paper_section() -> None:
+    """Formula prediction beside the reported speedup for every paper row, and the derived c or alpha.
+
+    Fixed tables: drawn once per page run, outside the sliders' fragment (three data frames were a fifth of a
+    slider step's server time); the loaded preset's check against the sliders is preset_check."""
     st.subheader("Published operating points")
     lev, chen, gaps = paper_tables()
     st.dataframe(lev, hide_index=True)
@@ -107,6 +110,10 @@ def paper_section(choice: str, current: dict[str, float]) -> None:
             [{"target": t, "draft": d, "temp": tmp, "alpha": a} for t, d, tmp, a in ps.ALPHA_ONLY], hide_index=True
         )
         st.caption(f"Source: {ps.LEVIATHAN_ALPHA}.")
+
+
+def preset_check(choice: str, current: dict[str, float]) -> None:
+    """The loaded preset's formula prediction against its report, and a button back to it once the sliders moved."""
     if choice in PRESETS:
         r, vals = PRESETS[choice], preset_values(PRESETS[choice])
         cmp = alg.reported_vs_predicted(vals["alpha"], r.gamma, vals["c"], r.reported_speedup)

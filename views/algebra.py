@@ -10,7 +10,15 @@ from specdec_core.simulate import empirical_pmf, simulate_tokens_per_step, summa
 from ui import presenter
 from ui.algebra_cost import ShapeCosts, cost_note, shape_costs, v_label
 from ui.algebra_figures import alpha_figure, gamma_figure, heatmap_figure, pmf_figure
-from ui.algebra_papers import NO_PRESET, PRESET_LOADED, PRESETS, load_preset, paper_section, seed_section
+from ui.algebra_papers import (
+    NO_PRESET,
+    PRESET_LOADED,
+    PRESETS,
+    load_preset,
+    paper_section,
+    preset_check,
+    seed_section,
+)
 from ui.algebra_papers import num as n
 from ui.algebra_temperature import temperature_section
 from ui.algebra_vllm import paste_section, positional_comparison
@@ -245,13 +253,14 @@ def render() -> None:
         "whether it pays."
     )
     model_section()
+    paper_section()
     seed_section()
     temperature_section()
 
 
 @st.fragment
 def model_section() -> None:
-    """Everything the four sliders drive: readouts, figures, the vLLM paste and the published points.
+    """Everything the four sliders drive: readouts, figures, the vLLM paste and the loaded preset's check.
 
     A fragment: a slider step reruns this, not the page's text, the seed check or the temperature section."""
     alpha, gamma, c, v, mode, shape = controls()
@@ -261,7 +270,7 @@ def model_section() -> None:
     with presenter.key_figure(slot):
         figures(alpha, gamma, c, v, aj, search, shape)
     paste_section(c, v, None if shape is None else shape.v)
-    paper_section(get_value("preset", NO_PRESET), {"alpha": alpha, "gamma": gamma, "c": c, "v": v})
+    preset_check(get_value("preset", NO_PRESET), {"alpha": alpha, "gamma": gamma, "c": c, "v": v})
 
 
 render()
