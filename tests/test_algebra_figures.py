@@ -1,4 +1,4 @@
-"""The algebra page's step figures are built without Plotly's validation (ui.theme.plain_figure): each must still
+"""The algebra page's step figures are built without Plotly's validation (ui.plainfig.plain_figure): each must still
 validate, and validating must not change what is sent; a misspelt property, the negative control, fails it."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 
 from specdec_core import algebra as alg
 from ui.algebra_figures import alpha_figure, gamma_figure, pmf_figure
-from ui.theme import PRESENTER_PX, plain_figure, presenter_spec
+from ui.plainfig import plain_figure
+from ui.theme import PRESENTER_PX, presenter_spec
 
 
 def _step_figures() -> dict[str, go.Figure]:

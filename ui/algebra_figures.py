@@ -4,7 +4,7 @@ Figures are built in one ``go.Figure(data, layout)`` call on the app template (t
 ``ui.theme.register_template()`` has run). ``ui.theme.new_figure`` would give the same look, but it
 re-validates the whole template three times per figure (about 35 ms each, measured), and this page
 draws four figures on every slider move. The three a slider step redraws are built from plain dicts without
-Plotly's property validation (ui.theme.plain_figure; 9 -> 1.2 ms a figure here, and validation was a fifth of a
+Plotly's property validation (ui.plainfig.plain_figure; 9 -> 1.2 ms a figure here, and validation was a fifth of a
 step's server time under a browser's load); tests/test_algebra_figures.py checks they validate.
 """
 
@@ -16,14 +16,12 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import NDArray
 
-from ui.theme import OKABE_ITO, ROLE_COLOUR, plain_figure, register_template
+from ui.plainfig import plain_figure
+from ui.theme import BOTTOM_LEGEND, OKABE_ITO, ROLE_COLOUR, register_template
 
 register_template()
 
-# The step figures' legend at the figure's foot (container coordinates) inside a fixed bottom margin: a legend that
-# pushes the margins makes Plotly measure and lay the chart out again (doAutoMargin was 30% of Plotly's time in
-# Chromium's profile of an algebra slider step). Presenter mode's larger type lets the margins grow again.
-BOTTOM_LEGEND = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0, xanchor="left")
+
 
 
 def _vline(x: float, text: str, colour: str, dash: str = "dot", y: float = 1.0) -> tuple[dict, dict]:

@@ -9,25 +9,22 @@ import plotly.graph_objects as go
 
 from specdec_core import roofline as rl
 from specdec_core.steptime import SpecCurve, StepTime, linear_stack_time
-from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure, register_template
-
-register_template()
+from ui.plainfig import PlainFigure
+from ui.theme import BOTTOM_LEGEND, OKABE_ITO, ROLE_COLOUR, fixed_margins
 
 MODEL_LABEL = "roofline model, not a measurement"
-LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0)
 
 
-def _titled(title: str, subtitle: str = MODEL_LABEL, **layout) -> go.Figure:
-    """A figure whose subtitle says what kind of number it shows."""
-    layout.setdefault("margin", dict(t=80, b=40))
-    layout.setdefault("legend", LEGEND_BELOW)
+def _titled(title: str, subtitle: str = MODEL_LABEL, **layout) -> PlainFigure:
+    """A figure whose subtitle says what kind of number it shows (plain dicts, ui.plainfig: a gamma step
+    rebuilds five of these)."""
+    layout.setdefault("margin", fixed_margins(l=80, t=80, b=120))
+    layout.setdefault("legend", BOTTOM_LEGEND)
     layout.setdefault("height", 460)
-    # the app template is Plotly's default once registered: one validation of it, where ui.theme.new_figure's
-    # register + update_layout(template=...) makes three (the same figure; most of a figure's build time)
-    return go.Figure(layout=dict(title=dict(text=title, subtitle=dict(text=subtitle)), **layout))
+    return PlainFigure(title=dict(text=title, subtitle=dict(text=subtitle)), **layout)
 
 
-def _vline(fig: go.Figure, x: float, text: str, colour: str, dash: str, log_x: bool, y: float = 1.0,
+def _vline(fig: PlainFigure, x: float, text: str, colour: str, dash: str, log_x: bool, y: float = 1.0,
            anchor: str = "left") -> None:
     """A vertical line with a label; on a log axis an annotation's x is log10(x) (plotly's convention)."""
     fig.add_vline(x=x, line=dict(color=colour, dash=dash, width=2))
@@ -36,7 +33,7 @@ def _vline(fig: go.Figure, x: float, text: str, colour: str, dash: str, log_x: b
                        font=dict(color=colour, size=12), bgcolor="rgba(255,255,255,0.8)")
 
 
-def _hline(fig: go.Figure, y: float, text: str, colour: str, dash: str, log_y: bool) -> None:
+def _hline(fig: PlainFigure, y: float, text: str, colour: str, dash: str, log_y: bool) -> None:
     """A horizontal line with a label at the left; on a log axis the annotation's y is log10(y)."""
     fig.add_hline(y=y, line=dict(color=colour, dash=dash, width=2))
     fig.add_annotation(x=0.01, xref="paper", y=float(np.log10(y)) if log_y else y, text=text, showarrow=False,
@@ -62,7 +59,7 @@ def roofline_figure(hw: rl.Hardware, mode: str, batch: int, gamma: int) -> go.Fi
         fig.add_scatter(x=[i], y=[float(rl.attainable_flops(hw, i, mode)) / rl.TERA], mode="markers", name=name,
                         marker=dict(size=14, symbol=symbol, color=colour, line=dict(width=1, color="#222")),
                         hovertemplate=f"{name}<br>intensity %{{x:.0f}} FLOP/byte<br>%{{y:.0f}} TFLOP/s<extra></extra>")
-    return fig
+    return fig.figure()
 
 
 def intensity_figure(hw: rl.Hardware, mode: str, gammas: Sequence[int], max_batch: int = 1024) -> go.Figure:
@@ -80,7 +77,7 @@ def intensity_figure(hw: rl.Hardware, mode: str, gammas: Sequence[int], max_batc
             fig.add_scatter(x=[bx], y=[ridge], mode="markers", showlegend=False, marker=dict(size=11, color=colour),
                             hovertemplate=f"gamma = {g}: crossover B = {bx:.0f}<extra></extra>")
     _hline(fig, ridge, f"ridge {ridge:.0f} FLOP/byte", ROLE_COLOUR["threshold"], "dash", log_y=True)
-    return fig
+    return fig.figure()
 
 
 KERNEL_COLOURS = (OKABE_ITO[0], OKABE_ITO[1], OKABE_ITO[4])      # linear layers, attention, activations
@@ -93,7 +90,8 @@ def kernel_split_figure(batches: Sequence[int], decode: StepTime, verify: StepTi
     b = [f"B = {x}" for x in batches]
     fig = _titled(title, xaxis=dict(type="multicategory", title="batch B: plain decode (T = 1) and verify "
                                     f"(T = gamma + 1 = {gamma + 1}) side by side"),
-                  yaxis=dict(title="time per pass (ms)"), barmode="stack", hovermode="closest")
+                  yaxis=dict(title="time per pass (ms)"), barmode="stack", hovermode="closest",
+                  margin=fixed_margins(l=80, t=80, b=160))   # two rows of category labels
     for kind, st in (("decode", decode), ("verify", verify)):
         x = [b, [kind] * len(b)]
         for k, colour in zip(st.kernels, KERNEL_COLOURS):
@@ -108,7 +106,7 @@ def kernel_split_figure(batches: Sequence[int], decode: StepTime, verify: StepTi
                     text=[f"v = {r:.2f}" for r in v], textposition="top center", showlegend=False, hoverinfo="skip")
     fig.add_bar(x=[[b[0]], ["decode"]], y=[0], name="hatched: compute-bound", marker_color="#ffffff",
                 marker_pattern_shape="/", marker_line=dict(width=1, color="#222"), hoverinfo="skip")
-    return fig
+    return fig.figure()
 
 
 def best_gamma_figure(batch: np.ndarray, best: np.ndarray, speedups: np.ndarray, chosen: int) -> go.Figure:
@@ -118,13 +116,13 @@ def best_gamma_figure(batch: np.ndarray, best: np.ndarray, speedups: np.ndarray,
                   yaxis=dict(title="best gamma (0 = do not speculate)", rangemode="tozero", dtick=1),
                   yaxis2=dict(title="speedup at the best gamma (x)", overlaying="y", side="right",
                               rangemode="tozero", showgrid=False, tickmode="auto", tickformat=".1f"),
-                  hovermode="x unified")
+                  hovermode="x unified", margin=fixed_margins(l=80, r=80, t=80, b=120))   # the right axis
     fig.add_scatter(x=batch, y=best, mode="lines", line=dict(shape="hv", color=OKABE_ITO[0], width=3),
                     name="best gamma", hovertemplate="B = %{x:.0f}: best gamma %{y}<extra></extra>")
     fig.add_scatter(x=batch, y=speedups, mode="lines", yaxis="y2", line=dict(color=OKABE_ITO[1], width=2, dash="dot"),
                     name="speedup at that gamma", hovertemplate="%{y:.2f}x<extra></extra>")
     _vline(fig, chosen, f"B = {chosen}", ROLE_COLOUR["threshold"], "dash", log_x=True)
-    return fig
+    return fig.figure()
 
 
 def speedup_figure(curves: Mapping[int, SpecCurve], crossings: Mapping[int, float | None],
@@ -154,16 +152,16 @@ def speedup_figure(curves: Mapping[int, SpecCurve], crossings: Mapping[int, floa
     _hline(fig, 1.0, "no gain (speedup 1)", "#555555", "dash", log_y=False)
     _vline(fig, weight_only_b, f"weight-only crossover B = {weight_only_b:.0f}", ROLE_COLOUR["threshold"], "dot",
            log_x=True)
-    return fig
+    return fig.figure()
 
 
 def probe_figure(res) -> go.Figure:
     """Measured time per pass against tokens per pass, with the model from the measured ceilings and both knees."""
-    fig = new_figure(title=dict(text=f"Measured on {res.device} vs the roofline model",
+    fig = PlainFigure(title=dict(text=f"Measured on {res.device} vs the roofline model",
                                 subtitle=dict(text=f"{res.shape.name}, {res.dtype}: measured points are "
                                                    "measurements; the line is the roofline model")),
                      xaxis=dict(type="log", title="tokens per pass T"), yaxis=dict(type="log", title="ms per pass"),
-                     margin=dict(t=80, b=40), legend=LEGEND_BELOW, height=460, hovermode="closest")
+                     margin=fixed_margins(l=80, t=80, b=120), legend=BOTTOM_LEGEND, height=460, hovermode="closest")
     lo = [m - s[0] for m, s in zip(res.measured_s, res.spread_s)]
     hi = [s[1] - m for m, s in zip(res.measured_s, res.spread_s)]
     grid = np.geomspace(min(res.tokens), max(res.tokens), 200)
@@ -182,4 +180,4 @@ def probe_figure(res) -> go.Figure:
     if res.knee_reached:
         _vline(fig, res.knee_measured, f"measured knee {res.knee_measured:.0f}", ROLE_COLOUR["measured"], "dot",
                log_x=True, y=0.9)
-    return fig
+    return fig.figure()

@@ -52,6 +52,24 @@ def _build_template() -> go.layout.Template:
     return t
 
 
+# A legend at the figure's foot (container coordinates) inside a fixed margin, for figures redrawn on a slider step:
+# a legend or axis that pushes the margins makes Plotly measure and lay the chart out a second time (doAutoMargin
+# was 30% of Plotly's time in Chromium's profile of an algebra step). Presenter mode's larger type lets the margins
+# grow again (presenter_spec).
+BOTTOM_LEGEND = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0, xanchor="left")
+
+
+def fixed_margins(l: int = 70, r: int = 20, t: int = 50, b: int = 110) -> dict:  # noqa: E741 (Plotly's name)
+    """Margins in px that tick labels, titles and legend must fit: Plotly does not grow them (autoexpand off)."""
+    return dict(l=l, r=r, t=t, b=b, autoexpand=False)
+
+
+def foot_margin(entries: int, axis_px: int = 70, row_px: int = 22) -> int:
+    """Bottom margin (px) for a BOTTOM_LEGEND chart in a narrow column, where the legend can wrap to one entry a
+    row: the x axis's ticks and title, then one row per entry."""
+    return axis_px + row_px * max(entries, 1)
+
+
 def register_template() -> str:
     """Register the app template and make it Plotly's default; returns its name. Idempotent."""
     if TEMPLATE_NAME not in pio.templates:
@@ -71,15 +89,6 @@ def new_figure(title: str | None = None, **layout) -> go.Figure:
     return go.Figure(layout=dict(title=title, **layout))
 
 
-
-def plain_figure(data: list[dict], layout: dict) -> go.Figure:
-    """A figure from plain trace and layout dicts on the app template, without Plotly's property validation.
-
-    For figures rebuilt on every slider step: validation costs several ms a figure (9 against 1.2 ms for the
-    algebra page's curves), and a typo then goes unnoticed, so each builder that uses this has a test that
-    validates its output (go.Figure(fig.to_dict()))."""
-    register_template()
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
 # Projector sizes (px), used by presenter mode (ui/presenter.py) and the interview's classroom mode. Set on the
@@ -117,7 +126,7 @@ def presenter_spec(figure_or_data) -> dict:
         axis["automargin"] = True
     margin = layout.get("margin")
     if isinstance(margin, dict) and margin.get("autoexpand") is False:
-        margin["autoexpand"] = True  # fixed margins fit the normal type only (ui.algebra_figures.BOTTOM_LEGEND)
+        margin["autoexpand"] = True  # fixed margins fit the normal type only (BOTTOM_LEGEND)
     for note in layout.get("annotations", ()):
         _size(note, "font", px["legend"])
     for trace in spec.get("data", ()):
