@@ -30,6 +30,13 @@ def render() -> None:
         "Transformers via Speculative Decoding\" (ICML 2023), and independently by Chen et al., \"Accelerating "
         "Large Language Model Decoding with Speculative Sampling\" (2023)."
     )
+    body()
+
+
+@st.fragment
+def body() -> None:
+    """Everything the controls drive: a fragment, so a control step reruns this, not the app's navigation and
+    the page's title (the sections below it that are fragments of their own rerun alone on their controls)."""
     src, case = controls()
     st.subheader("1. p, q, and the two pieces of the emitted law")
     exact_section(case)

@@ -38,6 +38,13 @@ def render() -> None:
         "One draft chain is where speculative decoding starts. SpecInfer verifies several candidates per "
         "position, Medusa and EAGLE verify whole token trees in one target pass. Which of their rules keep the "
         "target's law, and when does a tree pay?")
+    body()
+
+
+@st.fragment
+def body() -> None:
+    """Everything the controls drive: a fragment, so a control step reruns this, not the app's navigation and
+    the page's title (the sections below it that are fragments of their own rerun alone on their controls)."""
     st.subheader("1. Several candidates at one position, verified exactly")
     try:
         p, q, k = pair_controls()
