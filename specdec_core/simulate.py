@@ -81,8 +81,25 @@ def summarise(tokens: NDArray[np.int64]) -> dict[str, float]:
     """Mean, median (P50) and P99 of tokens per step."""
     if tokens.size == 0:
         raise ValueError("tokens must hold at least one step")
+    counts = np.bincount(tokens) if tokens.min() >= 0 and tokens.max() <= 4096 else None
     return {
         "mean": float(tokens.mean()),
-        "p50": float(np.percentile(tokens, 50)),
-        "p99": float(np.percentile(tokens, 99)),
+        "p50": float(np.percentile(tokens, 50)) if counts is None else percentile_of_counts(counts, 50),
+        "p99": float(np.percentile(tokens, 99)) if counts is None else percentile_of_counts(counts, 99),
     }
+
+
+def percentile_of_counts(counts: NDArray[np.int64], q: float) -> float:
+    """np.percentile(x, q) (linear interpolation) of the data with counts[k] copies of each integer k, without
+    sorting it: order statistic i is the smallest k with cumsum(counts)[k] > i; pos = q/100 (n - 1) interpolates
+    between order statistics floor(pos) and ceil(pos). A slider step on /algebra summarised 200,000 steps, and
+    np.percentile's sort was a sixth of its script."""
+    cum = np.cumsum(counts)
+    n = int(cum[-1])
+    if n == 0:
+        raise ValueError("counts must hold at least one value")
+    pos = q / 100.0 * (n - 1)
+    lo, hi = int(np.floor(pos)), int(np.ceil(pos))
+    a, b = (float(np.searchsorted(cum, i, side="right")) for i in (lo, hi))
+    t = pos - lo
+    return b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t   # numpy's own lerp, to the last bit

@@ -16,6 +16,7 @@ from specdec_core.simulate import (
     MAX_STEPS,
     acceptance_thresholds,
     empirical_pmf,
+    percentile_of_counts,
     simulate_tokens_per_step,
     summarise,
 )
@@ -134,3 +135,16 @@ def test_empirical_pmf_and_summary():
     assert s == {"mean": pytest.approx(16 / 6), "p50": 3.0, "p99": 4.0}
     with pytest.raises(ValueError):
         summarise(np.array([], dtype=np.int64))
+
+
+def test_percentile_of_counts_is_numpys_percentile_bit_for_bit():
+    rng = np.random.default_rng(3)
+    qs = [0, 1, 25, 33.3, 50, 62.5, 90, 99, 99.9, 100]
+    for _ in range(300):
+        x = rng.integers(0, rng.integers(1, 9), size=rng.integers(1, 60))
+        for q in qs:
+            assert percentile_of_counts(np.bincount(x), q) == float(np.percentile(x, q)), (x, q)
+    assert percentile_of_counts(np.bincount([1, 2]), 50) == 1.5            # between two order statistics
+    assert percentile_of_counts(np.bincount([1, 2]), 50) != 2.0            # not the nearest-rank answer
+    with pytest.raises(ValueError):
+        percentile_of_counts(np.zeros(3, dtype=np.int64), 50)
