@@ -2,7 +2,9 @@
 ended: for the browser tests and bench/.
 
 One home (tests/conftest.py, tests/browser_helpers.py, tests/test_live_concurrency.py, bench/ui_latency.py and
-bench/classroom_load.py use it). Streamlit is imported only to decode its messages, inside watch_runs.
+bench/classroom_load.py use it). watch_runs hears of a run's end where Playwright's client does; STEP_PROBE_JS
+times it inside the page, on the page's clock, without the DevTools relay between them. Streamlit is imported
+only to decode its messages, inside watch_runs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,51 @@ SETTLED_JS = """() => {
   if (document.querySelector('[data-stale="true"]')) return false;
   return document.querySelector('[data-testid="stMain"] [data-testid="stElementContainer"]') !== null;
 }"""
+
+
+# a context's init script (before the app loads), for timing a step on the page's own clock. It records, in
+# performance.now() ms: each keydown; each run's end, when the page's websocket delivers its script_finished
+# message (before the app's own handler sees it); and the first idle moment after a frame drawn once that
+# message was handled. script_finished is ForwardMsg field 6, a varint; a scan of the top-level fields finds it
+# without decoding the rest (probe.finished, tested against Streamlit's own decoding in the browser tests).
+STEP_PROBE_JS = """(() => {
+  const probe = window.__stepProbe = {key: [], fin: [], drawn: []};
+  document.addEventListener('keydown', () => probe.key.push(performance.now()), true);
+  // the status of a script_finished ForwardMsg, else null: its top level is at most a hash (field 1) and the
+  // metadata (field 2), both length-delimited, then field 6 as a varint, ending exactly at the buffer's end
+  function finished(buf) {
+    const b = new Uint8Array(buf); let i = 0;
+    const varint = () => { let x = 0, s = 0;
+      for (;;) { if (i >= b.length || s > 49) return -1; const c = b[i++]; x += (c & 0x7f) * 2 ** s; s += 7;
+                 if (!(c & 0x80)) return x; } };
+    let status = null;
+    while (i < b.length) {
+      const tag = varint(); if (tag < 0) return null;
+      const field = Math.floor(tag / 8), wire = tag % 8;
+      if ((field === 1 || field === 2) && wire === 2) { const n = varint(); if (n < 0) return null; i += n; }
+      else if (field === 6 && wire === 0) { status = varint(); if (status < 0) return null; }
+      else return null;
+    }
+    return i === b.length ? status : null;
+  }
+  probe.finished = finished;
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', e => {
+        if (!(e.data instanceof ArrayBuffer)) return;
+        const status = finished(e.data);
+        if (status === null || status === 2) return;      // not a run's end, or FINISHED_EARLY_FOR_RERUN
+        const t = performance.now();
+        probe.fin.push(t);
+        const i = probe.drawn.push(null) - 1;
+        requestAnimationFrame(() => requestIdleCallback(() => { probe.drawn[i] = performance.now(); },
+                                                        {timeout: 30000}));
+      });
+    }
+  };
+})()"""
 
 
 def free_port() -> int:
