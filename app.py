@@ -13,7 +13,9 @@ from ui.theme import register_template
 from ui.tour import TOUR_PARAM, start_link, tour_bar, tour_step
 
 present = presenter.sync()   # ?present=1, app-wide: read from the URL, written back after navigation drops it
-st.set_page_config(page_title="specdec-lab", page_icon=":material/fast_forward:", layout="wide",
+# an emoji favicon: Streamlit draws it as an inline SVG, where a :material/...: icon has the browser fetch it from
+# fonts.gstatic.com on every run (offline, a failed request each time)
+st.set_page_config(page_title="specdec-lab", page_icon="⏩", layout="wide",
                    initial_sidebar_state="collapsed" if present else "auto")
 register_template()
 presenter.install_chart_hook()

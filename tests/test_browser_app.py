@@ -1,7 +1,7 @@
 """Real-browser test: the home page shows its headline numbers and every page renders without error."""
 
 import pytest
-from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
+from browser_helpers import assert_no_error, nudge_slider, open_page, screenshot, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -26,3 +26,16 @@ def test_home_headline_and_every_page(page, streamlit_url):
             assert page.locator(".katex").count() > 0, f"{title}: no formula rendered"
         assert_no_error(page)                             # also: no .katex-error (an unparsable formula, in red)
         screenshot(page, title.lower().replace(" ", "-"))
+
+
+def test_the_app_asks_nothing_of_the_internet(page, streamlit_url):
+    """A classroom may be offline: opening pages and moving a slider requests only the app's own server (a
+    material-icon favicon made the browser fetch fonts.gstatic.com on every run)."""
+    urls: list[str] = []
+    page.on("request", lambda r: urls.append(r.url))
+    open_page(page, streamlit_url, "algebra")
+    nudge_slider(page, "algebra-alpha__slider")
+    open_page(page, streamlit_url, "proof")
+    assert urls, "no requests seen"
+    outside = [u for u in urls if not (u.startswith(streamlit_url) or u.startswith(("data:", "blob:")))]
+    assert outside == [], outside
