@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from ui.chart_wire import WireFigure, wire_spec
 from ui.controls import Spec
 from ui.safe_text import md
 from ui.theme import presenter_spec
@@ -150,7 +151,8 @@ def key_figure(slot: DeltaGenerator) -> DeltaGenerator:
 
 # ------------------------------------------------------------------------------------- charts ----
 def install_chart_hook() -> None:
-    """Make ``plotly_chart`` (st.plotly_chart, and on columns and containers) apply presenter sizes when on.
+    """Make ``plotly_chart`` (st.plotly_chart, and on columns and containers) apply presenter sizes when on, and
+    send every figure as ui.chart_wire's spec, without Streamlit's chart theme (so Plotly draws it once).
 
     One wrapper per process, installed once (app.py calls this each run; later calls do nothing); it reads the
     calling session's state, so sessions with and without presenter mode share it. Pages and figure builders
@@ -162,8 +164,9 @@ def install_chart_hook() -> None:
 
     @functools.wraps(original)
     def plotly_chart(self, figure_or_data, *args, **kwargs):
-        if on() and (isinstance(figure_or_data, dict) or hasattr(figure_or_data, "to_dict")):
-            figure_or_data = presenter_spec(figure_or_data)
+        if isinstance(figure_or_data, dict) or hasattr(figure_or_data, "to_dict"):
+            figure_or_data = WireFigure(wire_spec(presenter_spec(figure_or_data) if on() else figure_or_data))
+            kwargs.setdefault("theme", None)
         return original(self, figure_or_data, *args, **kwargs)
 
     plotly_chart._presenter = True

@@ -38,8 +38,38 @@ ROLE_COLOUR: dict[str, str] = {
 }
 
 
+# What Streamlit 1.67's chart theme (st.plotly_chart's theme="streamlit") wrote over this template in the browser,
+# resolved for the app's light theme (.streamlit/config.toml), read off the rendered charts' full layouts. Charts are
+# now sent without that theme (ui/chart_wire.py: it made Plotly draw each new chart twice), so the template carries
+# it and they look as they did. Two changes: bold titles come from the title font, not from <b> tags, and the
+# axes' minor grid colour is left out (written into a figure it would switch minor grid lines on).
+_GREY, _GRID, _FONT = "#808495", "#e6eaf1", '"Source Sans", sans-serif'
+STREAMLIT_LOOK: dict = {
+    "font": dict(color=_GREY, family=_FONT, size=12, weight=400),
+    "title": dict(font=dict(family=_FONT, size=16, color="#222222", weight="bold"), pad=dict(l=4), x=0.0,
+                  xanchor="left", subtitle=dict(font=dict(color=_GREY))),
+    "legend": dict(title=dict(font=dict(size=12, color=_GREY), side="top"), valign="top",
+                   bordercolor="rgba(0, 0, 0, 0)", borderwidth=0, font=dict(size=12, color="#262730")),
+    "paper_bgcolor": "#FFFFFF",
+    "plot_bgcolor": "#FFFFFF",
+    "xaxis": dict(zerolinecolor=_GRID, gridcolor=_GRID, showgrid=False, tickfont=dict(color=_GREY, size=12),
+                  tickcolor=_GRID, title=dict(font=dict(color=_GREY, size=14), standoff=20), zeroline=False,
+                  automargin=True,
+                  rangeselector=dict(bgcolor="#FFFFFF", bordercolor=_GRID, borderwidth=1, x=0)),
+    "yaxis": dict(ticklabelposition="outside", zerolinecolor=_GRID, title=dict(font=dict(color=_GREY, size=14),
+                  standoff=24), tickcolor=_GRID, tickfont=dict(color=_GREY, size=12), gridcolor=_GRID,
+                  automargin=True),
+    "margin": dict(pad=8, r=0, l=0),
+    "hoverlabel": dict(bgcolor="#FFFFFF", bordercolor="rgba(34, 34, 34, 0.2)",
+                       font=dict(color=_GREY, family=_FONT, size=12)),
+    "coloraxis": dict(colorbar=dict(thickness=16, xpad=24, ticklabelposition="outside", outlinecolor="rgba(0, 0, 0, 0)",
+                                    outlinewidth=8, len=0.75, y=0.5745, title=dict(font=dict(color=_GREY, size=14)),
+                                    tickfont=dict(color=_GREY, size=12))),
+}
+
+
 def _build_template() -> go.layout.Template:
-    """A light, large-font template: readable on a laptop and on a classroom projector."""
+    """A light, large-font template: readable on a laptop and on a classroom projector, in Streamlit's chart look."""
     t = go.layout.Template(pio.templates["plotly_white"])
     t.layout.colorway = OKABE_ITO
     t.layout.font = dict(family="Inter, Helvetica, Arial, sans-serif", size=14, color="#222222")
@@ -49,6 +79,7 @@ def _build_template() -> go.layout.Template:
     t.layout.hovermode = "x unified"
     t.layout.xaxis = dict(showgrid=True, gridcolor="#E5E5E5", zeroline=False, ticks="outside")
     t.layout.yaxis = dict(showgrid=True, gridcolor="#E5E5E5", zeroline=False, ticks="outside")
+    t.layout.update(STREAMLIT_LOOK)
     return t
 
 
@@ -92,8 +123,8 @@ def new_figure(title: str | None = None, **layout) -> go.Figure:
 
 
 # Projector sizes (px), used by presenter mode (ui/presenter.py) and the interview's classroom mode. Set on the
-# figure's own layout, not the template: Streamlit's chart theme rewrites the template's fonts in the browser,
-# while a figure's explicit sizes win over any template.
+# figure's own layout, not the template: a figure's explicit sizes win over any template (ui/chart_wire.py writes
+# the template in beneath them).
 PRESENTER_PX: dict[str, int] = {"font": 18, "tick": 18, "axis_title": 20, "title": 24, "legend": 17, "hover": 16}
 _AXIS = re.compile(r"^[xy]axis\d*$")
 _COLOURBAR_TRACES = {"heatmap", "contour", "histogram2d", "histogram2dcontour"}
