@@ -385,8 +385,8 @@ def speedup_crossing(target: DecoderShape, draft: DecoderShape, hw: Hardware, mo
     """Smallest batch B in [1, max_batch] with speedup(B) <= 1; 1.0 if already so at B = 1; None if never.
 
     The bracket s(lo) > 1 >= s(hi) from a 257-point geometric grid is narrowed 64-fold per vectorised pass (one
-    spec_curve call on 65 points), to where lo and hi are adjacent doubles: the answer 60 scalar bisections give,
-    for a tenth of the passes."""
+    spec_curve call on 63 points) until no double lies inside it: within a few units in the last place of what 60
+    scalar bisections give, in a tenth of the calls."""
     def first_below(grid: NDArray[np.float64]) -> int:
         """Index of the first grid point with speedup <= 1; grid.size if none."""
         vals = spec_curve(target, draft, hw, mode, gamma, alpha, context, grid, kv).speedup
