@@ -12,7 +12,7 @@ import plotly.io
 import pytest
 from browser_helpers import nudge_slider, open_page, wait_for_app
 
-from ui import chart_wire, presenter
+from ui import chart_wire, figure_cache, presenter
 from ui.serving import streamlit_server
 
 pytestmark = pytest.mark.browser
@@ -65,7 +65,9 @@ def _pairs(app_test, monkeypatch) -> list[tuple[dict, dict]]:
         seen.append((json.loads(plotly.io.to_json(fig, validate=False)), json.loads(json.dumps(spec))))
         return spec
 
-    monkeypatch.setattr(presenter, "wire_spec", record)
+    monkeypatch.setattr(presenter, "wire_spec", record)           # figures sent as they are built
+    monkeypatch.setattr(figure_cache, "wire_spec", record)        # figures cached as their wire spec
+    figure_cache._figure_dict.clear()
     for page in ("views/algebra.py", "views/roofline.py", "views/proof.py", "views/trees.py"):
         app_test(page)
     return seen
@@ -91,7 +93,11 @@ def test_the_wire_spec_renders_as_the_templated_figure(browser, app_test, monkey
         pg.close()
 
 
-def test_a_chart_is_drawn_once_as_it_mounts_and_the_usual_way_twice(browser, tmp_path):
+def test_a_chart_is_drawn_once_and_sent_last_the_usual_way_twice_and_in_place(browser, tmp_path):
+    """The app's hook (ui.presenter) against Streamlit's own st.plotly_chart, in one small app: the hooked chart is
+    drawn once as it mounts, and inside charts_last() it is sent after the text below it, in its place on screen."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
     app = tmp_path / "two_charts.py"
     app.write_text(textwrap.dedent(f"""
         import sys
@@ -99,24 +105,34 @@ def test_a_chart_is_drawn_once_as_it_mounts_and_the_usual_way_twice(browser, tmp
         import numpy as np
         import plotly.graph_objects as go
         import streamlit as st
-        from ui.chart_wire import WireFigure, wire_spec
+        from streamlit.delta_generator import DeltaGenerator
+        from ui import presenter
+        from ui.chart_wire import charts_last
         from ui.theme import register_template
 
         register_template()
+        presenter.install_chart_hook()
         k = st.slider("k", 1, 9, 3, key="k")
         fig = go.Figure(go.Bar(y=np.arange(1.0, k + 1)))
-        st.plotly_chart(WireFigure(wire_spec(fig)), theme=None, key="wired")
-        st.plotly_chart(fig, key="usual")
+        DeltaGenerator.plotly_chart.__wrapped__(st._main, fig, key="usual")    # Streamlit's own, unhooked
+        with charts_last():
+            st.plotly_chart(fig, key="wired")
+            st.markdown("text after the chart")
     """))
+    frames: list[bytes] = []
     with streamlit_server(app, tmp_path / "two_charts.log") as (url, _):
         ctx = browser.new_context(viewport={"width": 1200, "height": 900})
         try:
             pg = ctx.new_page()
             pg.add_init_script(PLOTS_JS)
+            pg.on("websocket", lambda ws: ws.on(
+                "framereceived", lambda f: frames.append(bytes(f)) if isinstance(f, (bytes, bytearray)) else None))
             open_page(pg, url)
             nudge_slider(pg, "k")                                # both charts mount again with new data
             wait_for_app(pg)
             draws = pg.evaluate(DRAWS_JS)
+            order = pg.evaluate("""() => [...document.querySelectorAll(
+                '.st-key-usual, .st-key-wired, [data-testid="stMarkdown"]')].map(e => e.className.match(/st-key-(\\w+)/)?.[1] ?? 'text')""")
         finally:
             ctx.close()
     wired = [d for d in draws if d[0] == "wired"]
@@ -124,6 +140,16 @@ def test_a_chart_is_drawn_once_as_it_mounts_and_the_usual_way_twice(browser, tmp
     assert len(wired) == len(usual) == 2, draws
     assert all(calcs == 1 for _, calcs, _ in wired), draws
     assert all(calcs == 2 for _, calcs, _ in usual), draws     # the detector sees a second draw where there is one
+    sent = []                                                    # each run's elements in the order they were sent
+    for f in frames:
+        msg = ForwardMsg.FromString(f)
+        if msg.WhichOneof("type") == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            el = msg.delta.new_element
+            kind = el.WhichOneof("type")
+            sent.append(el.plotly_chart.id.rsplit("-", 1)[-1] if kind == "plotly_chart" else kind)
+    runs = [sent[i:i + 4] for i in range(0, len(sent), 4)]
+    assert len(runs) == 2 and all(r == ["slider", "usual", "markdown", "wired"] for r in runs), sent
+    assert order == ["usual", "wired", "text"], order            # on screen the held chart is where it was called
 
 
 def test_the_apps_charts_are_drawn_once_after_a_step(page, streamlit_url):

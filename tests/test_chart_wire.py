@@ -13,7 +13,7 @@ import pytest
 from plotly.subplots import make_subplots
 
 from ui import proof_figures
-from ui.chart_wire import WireFigure, _plain, bake_template, data_revision, wire_spec
+from ui.chart_wire import WireFigure, _plain, bake_template, charts_last, data_revision, defer, holding, wire_spec
 from ui.theme import register_template
 
 
@@ -91,9 +91,9 @@ def test_streamlit_sends_the_wire_spec_as_it_is() -> None:
     rebuilt = json.loads(plotly.io.to_json(plotly.tools.return_figure_from_figure_or_data(spec, True),
                                            validate=False))
     assert "template" in rebuilt["layout"]                       # why WireFigure exists
-    copy = WireFigure(spec).to_dict()
-    copy["layout"]["title"] = "edited"
-    assert WireFigure(spec).to_dict()["layout"]["title"] != "edited"
+    sent_traces = WireFigure(spec).to_dict()["data"]
+    sent_traces[0].pop("name")                                   # what plotly.io.to_json does to a trace's uid
+    assert "name" in spec["data"][0]
 
 
 @pytest.mark.parametrize("page", ["views/algebra.py", "views/roofline.py", "views/proof.py", "views/trees.py"])
@@ -108,3 +108,19 @@ def test_every_chart_goes_out_as_a_wire_spec_without_streamlits_theme(app_test, 
         assert spec["layout"]["datarevision"] == data_revision(spec["data"]), page
         assert spec["layout"]["font"]["family"] == '"Source Sans", sans-serif'      # the app template, baked
 
+
+
+def test_charts_last_sends_in_order_when_the_outermost_block_ends() -> None:
+    sent: list[int] = []
+    assert not holding()
+    with charts_last():
+        defer(lambda: sent.append(1))
+        with charts_last():                                     # a fragment inside a fragment's run joins it
+            defer(lambda: sent.append(2))
+        assert sent == [] and holding()
+        defer(lambda: sent.append(3))
+    assert sent == [1, 2, 3] and not holding()
+    with pytest.raises(RuntimeError), charts_last():            # st.stop() and errors still send what was held
+        defer(lambda: sent.append(4))
+        raise RuntimeError("stop")
+    assert sent[-1] == 4 and not holding()

@@ -1,11 +1,12 @@
-"""ui.figure_cache: a cached figure equals the builder's own, is built once per input, and two builders with the
-same inputs never share an entry."""
+"""ui.figure_cache: a cached figure is the builder's own as it is sent (ui.chart_wire), is built once per input, and
+two builders with the same inputs never share an entry."""
 
 from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
 
+from ui.chart_wire import wire_spec
 from ui.figure_cache import cached_figure
 
 CALLS: list[str] = []
@@ -25,7 +26,8 @@ def test_a_cached_figure_equals_the_built_one_and_is_built_once_per_input():
     fig = cached_figure(bars)
     y = np.array([0.2, 0.5, 0.3])
     first, again = fig(y, "t"), fig(y.copy(), "t")
-    assert first.to_plotly_json() == again.to_plotly_json() == bars(y, "t").to_plotly_json()
+    assert first.to_plotly_json() == again.to_plotly_json() == wire_spec(bars(y, "t"))
+    assert first.data[0].y == (0.2, 0.5, 0.3) and first.layout.title.text == "t"   # reads as a figure
     assert CALLS.count("bars") == 2                       # one build for both cached calls, one direct
     fig(y, "other title")
     assert CALLS.count("bars") == 3                       # a new input is a new entry

@@ -11,15 +11,24 @@ full plot when nothing in the copy compares as changed, and three things in a pl
 So the spec sent carries the template's values written into the figure (as Plotly applies a template: the
 figure's own values win), plain lists, and a datarevision that is a hash of the data, and it is drawn without
 Streamlit's theme (which adds a template back; the app's look is the app template's, see ui.theme).
+
+Within ``charts_last()`` (the pages' fragments) a chart keeps its place as an empty container and is sent when the
+block ends. A page draws the charts a run sends (25-40 ms each on this machine) as they arrive, so a chart sent
+early in a run makes the browser draw while the server still works on the rest: on two cores the two then share the
+CPU, and the page hears of the run's end only once that drawing is done. Sent last, the charts arrive together with
+the run's end. The container keeps the previous chart on screen until the new one replaces it, as before.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import hashlib
 import json
 import re
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -112,15 +121,70 @@ def wire_spec(figure_or_data) -> dict:
 
 
 class WireFigure(go.Figure):
-    """A finished wire spec that st.plotly_chart sends as it is.
+    """A finished wire spec that st.plotly_chart sends as it is, and that reads as a figure where asked.
 
     st.plotly_chart takes a go.Figure's to_dict() without validating it again, then serialises that dict
     unvalidated; a dict handed to it directly is rebuilt as a go.Figure, which puts the default template back.
-    So this Figure is never initialised as one: to_dict() is all Streamlit calls on it."""
+    So this Figure is not initialised as one (no copy of the spec into Plotly's objects on the way out):
+    to_dict() is all Streamlit calls on it, and .data, .layout build an unvalidated go.Figure on first use."""
 
     def __init__(self, spec: dict) -> None:  # deliberately not BaseFigure.__init__ (see above)
         self._wire = spec
+        self._built: go.Figure | None = None
+
+    @property
+    def spec(self) -> dict:
+        """The wire spec itself (not a copy: do not edit)."""
+        return self._wire
 
     def to_dict(self) -> dict:
-        """The wire spec (a copy: Streamlit may edit what it is given)."""
+        """The wire spec with fresh trace dicts: plotly.io.to_json pops each trace's uid, and nothing else edits."""
+        return {**self._wire, "data": [dict(t) for t in self._wire["data"]]}
+
+    def to_plotly_json(self) -> dict:
+        """A deep copy of the wire spec."""
         return copy.deepcopy(self._wire)
+
+    def _figure(self) -> go.Figure:
+        if self._built is None:
+            self._built = go.Figure(copy.deepcopy(self._wire), _validate=False)
+        return self._built
+
+    @property
+    def data(self):
+        """The traces, as a go.Figure built from the spec has them."""
+        return self._figure().data
+
+    @property
+    def layout(self):
+        """The layout, as a go.Figure built from the spec has it."""
+        return self._figure().layout
+
+
+_PENDING = threading.local()            # per script thread: the charts a charts_last() block holds back
+
+
+@contextlib.contextmanager
+def charts_last() -> Iterator[None]:
+    """Hold back the charts sent within (see defer) and send them, in order, when the outermost block ends; a
+    block inside another (a fragment inside a fragment's run) joins it. Also a decorator."""
+    if getattr(_PENDING, "queue", None) is not None:
+        yield
+        return
+    _PENDING.queue = []
+    try:
+        yield
+    finally:
+        queue, _PENDING.queue = _PENDING.queue, None
+        for send in queue:
+            send()
+
+
+def holding() -> bool:
+    """Whether a charts_last() block is open on this thread."""
+    return getattr(_PENDING, "queue", None) is not None
+
+
+def defer(send: Callable[[], object]) -> None:
+    """Queue `send` for the end of the open charts_last() block (check holding() first)."""
+    _PENDING.queue.append(send)

@@ -1,8 +1,10 @@
-"""Figures through st.cache_data: a builder's figure is kept as its plain dict, keyed by the builder and its inputs.
+"""Figures through st.cache_data: a builder's figure is kept as the spec the browser is sent (ui.chart_wire), keyed
+by the builder and its inputs.
 
 Plotly validates every property when a figure is built (a few hundred ms for a small bar chart on a busy 2-core
 machine) and again when one is unpickled, so caching the go.Figure itself saves little. The dict pickles in
-microseconds; it is handed back wrapped without a second validation (it came from a validated figure).
+microseconds; it is handed back as a WireFigure, which st.plotly_chart sends without building a go.Figure from it
+again (that copy was 11 ms of /trees's vocab step for six figures, py-spy).
 """
 
 from __future__ import annotations
@@ -14,21 +16,25 @@ from typing import ParamSpec
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui.chart_wire import WireFigure, wire_spec
+
 P = ParamSpec("P")
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _figure_dict(builder: str, _build: Callable[..., go.Figure], *args, **kwargs) -> dict:
-    """The builder's figure as a dict; `builder` (module.qualname) keys the cache, `_build` is not hashed."""
-    return _build(*args, **kwargs).to_dict()
+    """The builder's figure as its wire spec (ui.chart_wire); `builder` (module.qualname) keys the cache, `_build`
+    is not hashed."""
+    return wire_spec(_build(*args, **kwargs))
 
 
 def cached_figure(build: Callable[P, go.Figure]) -> Callable[P, go.Figure]:
-    """`build` with its figures cached by input: the first call builds and validates, later ones only wrap."""
+    """`build` with its figures cached by input as the spec the browser is sent: the first call builds, later
+    ones only wrap (a WireFigure, which st.plotly_chart sends without another copy or conversion)."""
     name = f"{build.__module__}.{build.__qualname__}"
 
     @functools.wraps(build)
     def figure(*args: P.args, **kwargs: P.kwargs) -> go.Figure:
-        return go.Figure(_figure_dict(name, build, *args, **kwargs), _validate=False)
+        return WireFigure(_figure_dict(name, build, *args, **kwargs))
 
     return figure

@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from ui import chart_wire
 from ui.chart_wire import WireFigure, wire_spec
 from ui.controls import Spec
 from ui.safe_text import md
@@ -150,6 +151,14 @@ def key_figure(slot: DeltaGenerator) -> DeltaGenerator:
 
 
 # ------------------------------------------------------------------------------------- charts ----
+def _wired(fig) -> WireFigure:
+    """A figure (a go.Figure or its dict) as it is sent: at presenter sizes when on, as ui.chart_wire's spec. A
+    WireFigure (what ui.figure_cache hands out) is that spec already and passes as it is when presenter mode is off."""
+    if isinstance(fig, WireFigure):
+        return WireFigure(wire_spec(presenter_spec(fig.spec))) if on() else fig
+    return WireFigure(wire_spec(presenter_spec(fig) if on() else fig))
+
+
 def install_chart_hook() -> None:
     """Make ``plotly_chart`` (st.plotly_chart, and on columns and containers) apply presenter sizes when on, and
     send every figure as ui.chart_wire's spec, without Streamlit's chart theme (so Plotly draws it once).
@@ -165,8 +174,12 @@ def install_chart_hook() -> None:
     @functools.wraps(original)
     def plotly_chart(self, figure_or_data, *args, **kwargs):
         if isinstance(figure_or_data, dict) or hasattr(figure_or_data, "to_dict"):
-            figure_or_data = WireFigure(wire_spec(presenter_spec(figure_or_data) if on() else figure_or_data))
+            figure_or_data = _wired(figure_or_data)
             kwargs.setdefault("theme", None)
+            if chart_wire.holding() and kwargs.get("on_select", "ignore") == "ignore":   # no selection to return
+                slot = self.container()                              # its place now, the chart at the block's end
+                chart_wire.defer(lambda: original(slot, figure_or_data, *args, **kwargs))
+                return slot
         return original(self, figure_or_data, *args, **kwargs)
 
     plotly_chart._presenter = True

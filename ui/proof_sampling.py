@@ -11,6 +11,7 @@ from specdec_core import proof_cases as pc
 from specdec_core.mistakes import NAIVE_NORMALISATION, RuleCheck
 from specdec_core.rejection import MAX_DRAWS
 from ui import proof_data as data
+from ui.chart_wire import charts_last
 from ui.controls import bound_radio, slider_input
 
 
@@ -33,6 +34,7 @@ def check_rows(checks: dict[str, RuleCheck]) -> list[dict]:
 
 
 @st.fragment
+@charts_last()
 def sampling_section(case: pc.ProofCase, src: str) -> None:
     """n draws through the real rule and through each mistake, tested against p."""
     c1, c2 = st.columns(2, gap="large")

@@ -8,6 +8,7 @@ import streamlit as st
 from specdec_core import proof_cases as pc
 from specdec_core.rejection import emitted_distribution
 from ui import proof_data as data
+from ui.chart_wire import charts_last
 from ui.controls import slider_input
 
 
@@ -89,6 +90,7 @@ def exhaustive_section() -> None:
 
 
 @st.fragment
+@charts_last()
 def multiposition_section() -> None:
     """Two positions of a Markov target and draft: the enumerated joint law equals the target's."""
     with st.columns(2)[0]:

@@ -14,6 +14,7 @@ from gpu_demo.live.queue import device_queue
 from gpu_demo.measure.probe import PROBE_SHAPES, ProbeResult, format_table, probe
 from gpu_demo.models.quant import FORMATS, quant_unavailable_reason
 from ui import roofline_figures as rf
+from ui.chart_wire import charts_last
 from ui.controls import bound_select
 
 LAST = "probe_result"                 # the last result (a ProbeResult)
@@ -76,6 +77,7 @@ def format_table_section(shape: str) -> None:
 
 
 @st.fragment
+@charts_last()
 def probe_section() -> None:
     """Measure it here: a short probe of linear layers on this machine, against the roofline model."""
     st.header("Measure it here")

@@ -15,6 +15,7 @@ import streamlit as st
 from specdec_core import roofline as rl
 from specdec_core import steptime as stp
 from ui import roofline_figures as rf
+from ui.chart_wire import charts_last
 from ui.controls import slider_input
 from ui.figure_cache import cached_figure
 from ui.roofline_measured import measured_section
@@ -197,6 +198,7 @@ def figures(hw_key: tuple, mode: str, kv: str, target: str, draft: str, gamma: i
 
 
 @st.fragment
+@charts_last()
 def steptime_section(hw_key: tuple, mode: str, kv: str, gamma: int, batch: int) -> None:
     """Step-time model: c(B), v(B), speedup(B), the best gamma, where it crosses 1, and the model figures."""
     hw = hw_from_key(hw_key)

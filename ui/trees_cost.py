@@ -12,6 +12,7 @@ from specdec_core import trees as tr
 from specdec_core.tree_cost import TreeVsChain
 from ui import trees_assumptions as ta
 from ui import trees_data as data
+from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, bound_text, slider_input
 from ui.trees_data import BATCH
 from ui.trees_multidraft import refuse
@@ -52,6 +53,7 @@ def tree_controls(p: np.ndarray, q: np.ndarray) -> tuple[tr.Tree, np.ndarray, st
 
 
 @st.fragment
+@charts_last()
 def tree_section(p: np.ndarray, q: np.ndarray) -> None:
     """E[N] of the learner's tree against the chain, its cost and speedup against batch, and the goodput."""
     tree, rates, label = tree_controls(p, q)

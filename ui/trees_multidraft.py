@@ -11,6 +11,7 @@ from specdec_core.multidraft import NO_UPDATE, RULES
 from specdec_core.rejection import MAX_DRAWS
 from ui import trees_assumptions as ta
 from ui import trees_data as data
+from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, slider_input
 from ui.safe_text import md
 
@@ -37,6 +38,7 @@ def pair_controls() -> tuple[np.ndarray, np.ndarray, int]:
 
 
 @st.fragment
+@charts_last()
 def multidraft_section(p: np.ndarray, q: np.ndarray, k: int) -> None:
     """Acceptance against k and the emitted laws, exact; the wrong variant shown beside the exact rule."""
     wrong = bound_radio("Wrong variant to show", data.WRONG, key="wrong", default=NO_UPDATE, format_func=RULES.get)

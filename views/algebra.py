@@ -22,6 +22,7 @@ from ui.algebra_papers import (
 from ui.algebra_papers import num as n
 from ui.algebra_temperature import temperature_section
 from ui.algebra_vllm import paste_section, positional_comparison
+from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, bound_text, get_value, set_value, slider_input
 from ui.safe_text import md
 
@@ -259,6 +260,7 @@ def render() -> None:
 
 
 @st.fragment
+@charts_last()
 def model_section() -> None:
     """Everything the four sliders drive: readouts, figures, the vLLM paste and the loaded preset's check.
 

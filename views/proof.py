@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import presenter
+from ui.chart_wire import charts_last
 from ui.controls import bound_radio
 from ui.proof_controls import controls
 from ui.proof_sampling import sampling_section
@@ -34,6 +35,7 @@ def render() -> None:
 
 
 @st.fragment
+@charts_last()
 def body() -> None:
     """Everything the controls drive: a fragment, so a control step reruns this, not the app's navigation and
     the page's title (the sections below it that are fragments of their own rerun alone on their controls)."""

@@ -7,6 +7,7 @@ import streamlit as st
 from specdec_core import roofline as rl
 from ui import presenter
 from ui import roofline_figures as rf
+from ui.chart_wire import charts_last
 from ui.controls import slider_input
 from ui.roofline_probe import probe_section
 from ui.roofline_steptime import num, steptime_section
@@ -68,6 +69,7 @@ def render() -> None:
 
 
 @st.fragment
+@charts_last()
 def model_section() -> None:
     """The device, precision, gamma and batch; the roofline readouts and figures; the step-time section.
 

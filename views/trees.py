@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from ui import presenter
+from ui.chart_wire import charts_last
 from ui.controls import bound_radio
 from ui.trees_cost import tree_section
 from ui.trees_data import K_PAGE, V_PAGE
@@ -21,6 +22,7 @@ SECTIONS = {  # the section chooser: ?section= opens the same view; only the cho
 
 
 @st.fragment
+@charts_last()
 def sampled_sections(p: np.ndarray, q: np.ndarray, k: int, checks: bool, typical: bool) -> None:
     """The sampled checks and typical acceptance share the draws n and the seed; their controls rerun only this."""
     st.subheader("Sampled checks: every rule against p")
@@ -42,6 +44,7 @@ def render() -> None:
 
 
 @st.fragment
+@charts_last()
 def body() -> None:
     """Everything the controls drive: a fragment, so a control step reruns this, not the app's navigation and
     the page's title (the sections below it that are fragments of their own rerun alone on their controls)."""
