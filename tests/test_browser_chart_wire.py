@@ -43,6 +43,8 @@ new MutationObserver(ms => { for (const m of ms) { const gd = m.target;
   gd.on('plotly_afterplot', () => { rec.plots++; if (!rec.calc.includes(gd.calcdata)) rec.calc.push(gd.calcdata); });
 } }).observe(document, {subtree: true, attributes: true, attributeFilter: ['class']});
 """
+ORDER_JS = """() => [...document.querySelectorAll('.st-key-usual, .st-key-wired, [data-testid="stMarkdown"]')]
+  .map(e => e.className.match(/st-key-(\\w+)/)?.[1] ?? 'text')"""
 DRAWS_JS = "() => window.__plots.map(r => [r.key.match(/st-key-(\\S+)/)?.[1] ?? '', r.calc.length, r.plots])"
 
 
@@ -131,8 +133,7 @@ def test_a_chart_is_drawn_once_and_sent_last_the_usual_way_twice_and_in_place(br
             nudge_slider(pg, "k")                                # both charts mount again with new data
             wait_for_app(pg)
             draws = pg.evaluate(DRAWS_JS)
-            order = pg.evaluate("""() => [...document.querySelectorAll(
-                '.st-key-usual, .st-key-wired, [data-testid="stMarkdown"]')].map(e => e.className.match(/st-key-(\\w+)/)?.[1] ?? 'text')""")
+            order = pg.evaluate(ORDER_JS)
         finally:
             ctx.close()
     wired = [d for d in draws if d[0] == "wired"]
