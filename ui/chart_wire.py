@@ -26,7 +26,6 @@ import contextlib
 import copy
 import hashlib
 import json
-import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -35,7 +34,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.utils import PlotlyJSONEncoder
 
-_AXIS = re.compile(r"^[xy]axis\d*$")
+from ui.theme import AXIS_KEY
+
 # trace types drawn on x/y axes: the template's xaxis/yaxis apply to the axes they create
 _CARTESIAN = {"bar", "box", "candlestick", "contour", "funnel", "heatmap", "histogram", "histogram2d",
               "histogram2dcontour", "image", "ohlc", "scatter", "scattergl", "violin", "waterfall"}
@@ -81,7 +81,7 @@ def bake_template(spec: dict) -> dict:
     t_layout = template.get("layout") or {}
     t_data = template.get("data") or {}
     kinds = {t.get("type", "scatter") for t in data}
-    axes = {k for k in layout if _AXIS.match(k)} | ({"xaxis", "yaxis"} if kinds & _CARTESIAN or not data else set())
+    axes = {k for k in layout if AXIS_KEY.match(k)} | ({"xaxis", "yaxis"} if kinds & _CARTESIAN or not data else set())
     for key, default in t_layout.items():
         if key in ("xaxis", "yaxis"):
             for name in sorted(a for a in axes if a.startswith(key[0])):

@@ -126,7 +126,7 @@ def new_figure(title: str | None = None, **layout) -> go.Figure:
 # figure's own layout, not the template: a figure's explicit sizes win over any template (ui/chart_wire.py writes
 # the template in beneath them).
 PRESENTER_PX: dict[str, int] = {"font": 18, "tick": 18, "axis_title": 20, "title": 24, "legend": 17, "hover": 16}
-_AXIS = re.compile(r"^[xy]axis\d*$")
+AXIS_KEY = re.compile(r"^[xy]axis\d*$")  # a layout key naming a cartesian axis
 _COLOURBAR_TRACES = {"heatmap", "contour", "histogram2d", "histogram2dcontour"}
 _TEXT_TRACES = {"scatter", "bar", "heatmap", "histogram", "funnel", "waterfall", "pie"}
 
@@ -150,7 +150,7 @@ def presenter_spec(figure_or_data) -> dict:
         _size(layout, path, px[size])
     if isinstance(layout.get("title"), dict) and "subtitle" in layout["title"]:
         _size(layout, "title.subtitle.font", px["legend"])
-    for name in {"xaxis", "yaxis"} | {k for k in layout if _AXIS.match(k)}:
+    for name in {"xaxis", "yaxis"} | {k for k in layout if AXIS_KEY.match(k)}:
         axis = layout.setdefault(name, {})
         _size(axis, "tickfont", px["tick"])
         _size(axis, "title.font", px["axis_title"])
