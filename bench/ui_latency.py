@@ -1,7 +1,9 @@
 """How fast each page answers a control, in a real browser, against a minimal Streamlit app measured in the same run.
 
 For every page: the warm open time (a new browser context on a warm server, until the app's script state is
-notRunning with content drawn), the rerun time after one arrow-key step on each main slider (from the page's
+notRunning with content drawn), the open drawn time (until no element waits for its lazily loaded code any more:
+Plotly's, 4.7 MB, takes the floor about a second more; the page drawn and idle), both in a context with nothing
+listening to it, the rerun time after one arrow-key step on each main slider (from the page's
 keydown until the page's own websocket hands it the run's script_finished message, which returns the script
 state to notRunning), and the drawn time of the same step (until the page, having received that message, has
 drawn a frame and found idle time: what a person waits for before the charts show the new value). Each press
@@ -92,7 +94,8 @@ async def settle(pg, timeout_ms: float, quiet_ms: int = 500) -> None:
 
 
 async def open_time(browser, url: str, timeout_ms: float) -> tuple[float, object]:
-    """Seconds from navigation to the first settled state in a new context; returns (seconds, (context, page))."""
+    """Seconds from navigation to the first settled state in a new context that the step probe and
+    watch_runs listen to (for the steps that follow); returns (seconds, (context, page))."""
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
     await ctx.add_init_script(STEP_PROBE_JS)
     pg = await ctx.new_page()
@@ -104,6 +107,32 @@ async def open_time(browser, url: str, timeout_ms: float) -> tuple[float, object
     seconds = time.perf_counter() - start
     await settle(pg, timeout_ms)
     return seconds, (ctx, pg)
+
+
+# every element's component is loaded and drawn: Streamlit shows a skeleton in an element's place until its
+# lazily loaded code (the slider's, Plotly's) has arrived and run; Plotly draws inside React's commit
+NO_SKELETON_JS = """() =>
+  document.querySelector('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]') === null"""
+
+
+async def open_view(browser, url: str, timeout_ms: float) -> tuple[float, float]:
+    """(seconds to the first settled state, seconds until every element is drawn and the page is idle) from
+    navigation, in a new context with nothing listening: no init script, no websocket watcher. Playwright's
+    client hears of every websocket frame of a watched page (watch_runs), decoding each one on this 2-core
+    machine's CPU while the page renders: it cost an open of /trees 0.08 s (1.52x the floor against 1.39x,
+    6 alternating opens each), and a student's browser pays nothing of the kind."""
+    ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        pg = await ctx.new_page()
+        start = time.perf_counter()
+        await pg.goto(url)
+        await pg.wait_for_function(SETTLED_JS, timeout=timeout_ms, polling="raf")
+        settled = time.perf_counter() - start
+        await pg.wait_for_function(NO_SKELETON_JS, timeout=timeout_ms, polling="raf")
+        await pg.evaluate(IDLE_JS)
+        return settled, time.perf_counter() - start
+    finally:
+        await ctx.close()
 
 
 async def away_from_bound(thumb, key: str) -> str:
@@ -187,11 +216,12 @@ def fresh_start(rng: tuple[float, float, float, float] | None, i: int) -> float 
 
 async def page_samples(browser, url: str, path: str, sliders: list[str], rounds: range, timeout_ms: float,
                        into: dict | None = None) -> dict:
-    """Open `path` once per round (round i at fresh_start values, through the URL the sliders are bound to) and
-    step each slider once to the right (left at the top bound); appends to `into`: open times, step times,
-    drawn times, run kinds."""
-    into = into or {"open": [], "steps": {s: [] for s in sliders}, "kinds": {s: [] for s in sliders},
-                    "drawn": {s: [] for s in sliders}, "relayed": {s: [] for s in sliders}, "ranges": {}}
+    """Open `path` twice per round (round i at fresh_start values, through the URL the sliders are bound to):
+    once unwatched for the open times (open_view), then watched, to step each slider once to the right (left at
+    the top bound); appends to `into`: open times, step times, drawn times, run kinds."""
+    into = into or {"open": [], "open_drawn": [], "open_watched": [], "steps": {s: [] for s in sliders},
+                    "kinds": {s: [] for s in sliders}, "drawn": {s: [] for s in sliders},
+                    "relayed": {s: [] for s in sliders}, "ranges": {}}
     for i in rounds:
         query = []
         for s in sliders:
@@ -199,9 +229,12 @@ async def page_samples(browser, url: str, path: str, sliders: list[str], rounds:
             if start is not None:
                 name = s.split(".", 1)[-1].removesuffix("__slider")
                 query.append(f"{name}={int(start) if float(start).is_integer() else round(start, 6)}")
-        seconds, (ctx, pg) = await open_time(browser, f"{url}/{path}" + ("?" + "&".join(query) if query else ""),
-                                             timeout_ms)
-        into["open"].append(seconds)
+        view = f"{url}/{path}" + ("?" + "&".join(query) if query else "")
+        settled, drawn_open = await open_view(browser, view, timeout_ms)
+        into["open"].append(settled)
+        into["open_drawn"].append(drawn_open)
+        watched, (ctx, pg) = await open_time(browser, view, timeout_ms)     # the steps' page
+        into["open_watched"].append(watched)
         for s in sliders:
             if s not in into["ranges"]:
                 into["ranges"][s] = await slider_range(pg, s, timeout_ms)
@@ -218,7 +251,8 @@ def page_row(samples: dict) -> dict:
     """Median/min/max of the open time and of each slider's step time on one page."""
     steps, kinds = samples["steps"], samples["kinds"]
     all_steps = [x for v in steps.values() for x in v]
-    return {"open": summary(samples["open"]), "step": summary(all_steps),
+    return {"open": summary(samples["open"]), "open_drawn": summary(samples["open_drawn"]),
+            "open_watched": summary(samples["open_watched"]), "step": summary(all_steps),
             "drawn": summary([x for v in samples["drawn"].values() for x in v]),
             "relayed": summary([x for v in samples["relayed"].values() for x in v]),
             "by_control": {s: {**summary(v), "runs": runs(kinds[s])} for s, v in steps.items()}}
@@ -270,15 +304,20 @@ def percentiles(xs: list[float]) -> dict:
 
 def table(rows: dict, floor: dict) -> str:
     """The printed table: open and step medians (min-max) and their ratio to the floor."""
-    lines = ["| page | open s (min-max) | x floor | step s (min-max) | x floor | drawn s (min-max) | x floor "
-             "| relayed step s | x floor |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| page | open s (min-max) | x floor | open drawn s (min-max) | x floor | step s (min-max) | x floor "
+             "| drawn s (min-max) | x floor | relayed step s | x floor |", "|---" * 11 + "|"]
+
+    def cell(r: dict, f: dict, what: str, digits: int) -> str:
+        x = r[what]
+        return (f"{x['median']:.2f} ({x['min']:.2f}-{x['max']:.2f}) | "
+                f"{x['median'] / f[what]['median']:.{digits}f}")
+
     for name, r in {"minimal app": floor, **rows}.items():
-        o, s, d = r["open"], r["step"], r["drawn"]
-        lines.append(f"| {name} | {o['median']:.2f} ({o['min']:.2f}-{o['max']:.2f}) | "
-                     f"{o['median'] / floor['open']['median']:.1f} | {s['median']:.2f} ({s['min']:.2f}-{s['max']:.2f}) "
-                     f"| {s['median'] / floor['step']['median']:.1f} | {d['median']:.2f} "
-                     f"({d['min']:.2f}-{d['max']:.2f}) | {d['median'] / floor['drawn']['median']:.1f} | "
+        lines.append(f"| {name} | {cell(r, floor, 'open', 2)} | {cell(r, floor, 'open_drawn', 2)} | "
+                     f"{cell(r, floor, 'step', 1)} | {cell(r, floor, 'drawn', 1)} | "
                      f"{r['relayed']['median']:.2f} | {r['relayed']['median'] / floor['relayed']['median']:.1f} |")
+    lines.append("\nopen in the steps' watched context (x floor, the same way): " + ", ".join(
+        f"{name} {r['open_watched']['median'] / floor['open_watched']['median']:.2f}" for name, r in rows.items()))
     lines += ["", "| page | control | step s (min-max) | x floor | reruns |", "|---|---|---|---|---|"]
     for name, r in rows.items():
         for control, c in r["by_control"].items():
