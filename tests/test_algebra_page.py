@@ -12,6 +12,8 @@ from specdec_core import presets as ps
 from specdec_core.simulate import simulate_tokens_per_step, summarise
 
 PAGE = "views/algebra.py"
+SECTIONS = {"papers": "Published operating points", "seed": "The seed's numbers, recomputed",
+            "temperature": "Why alpha changes with temperature"}
 
 
 def texts(at) -> list[str]:
@@ -208,7 +210,7 @@ def test_paper_tables_are_computed(app_test):
 
 
 def test_seed_tables_are_computed(app_test):
-    at = app_test(PAGE)
+    at = app_test(PAGE, section="seed")
     cases = next(d.value for d in at.dataframe if "note" in d.value.columns)
     assert list(cases["speedup"]) == ["1.95x", "2.80x", "0.91x"]
     search = next(d.value for d in at.dataframe if "best gamma" in d.value.columns)
@@ -216,8 +218,28 @@ def test_seed_tables_are_computed(app_test):
         assert int(got["best gamma"]) == want["gamma"] and got["speedup"] == f"{want['speedup']:.2f}x"
 
 
+@pytest.mark.parametrize("section", [*SECTIONS, "all"])
+def test_the_section_chooser_shows_only_the_chosen_section(app_test, section):
+    """A shared ?section= opens that view (issue 26); the sections not shown are not drawn, and the model is."""
+    at = app_test(PAGE, **({} if section == "papers" else {"section": section}))
+    assert_clean(at)
+    assert at.radio(key="algebra.section").value == section
+    heads = [h.value for h in at.subheader]
+    for key, head in SECTIONS.items():                             # the chosen section, and only it (or all three)
+        assert (head in heads) == (section in (key, "all")), (key, heads)
+    assert_readouts(at, 0.7, 3, 0.1, 1.0)                          # the model above the chooser, at the defaults
+    other = "seed" if section != "seed" else "temperature"
+    at.radio(key="algebra.section").set_value(other).run()            # choosing a section keeps the sliders
+    assert_clean(at)
+    assert SECTIONS[other] in [h.value for h in at.subheader] and at.query_params["section"] == other
+    assert_readouts(at, 0.7, 3, 0.1, 1.0)
+    at.slider(key="algebra.alpha__slider").set_value(0.8).run()       # a slider step keeps the chosen section
+    assert_readouts(at, 0.8, 3, 0.1, 1.0)
+    assert SECTIONS[other] in [h.value for h in at.subheader]
+
+
 def test_greedy_note(app_test):
-    at = app_test(PAGE)
+    at = app_test(PAGE, section="temperature")
     assert any("argmax" in m.value and "match rate" in m.value for m in at.markdown)
 
 
@@ -302,7 +324,7 @@ def _shape_costs(batch: int, ctx: int, hw: str = "H100 SXM", mode: str = "bf16",
 
 
 def test_free_mode_says_the_search_holds_v_fixed(app_test):
-    at = app_test(PAGE)
+    at = app_test(PAGE, section="seed")                    # the slowdown link's note is in the seed's section
     assert_clean(at)
     assert any("holds v fixed while gamma changes" in c.value and "v grows with gamma" in c.value for c in at.caption)
     text = " ".join(m.value for m in at.markdown)          # the seed's slowdown link, explained
@@ -445,7 +467,7 @@ def test_a_preset_deep_link_sets_the_controls(app_test, name):
 
 
 def test_temperature_explained_with_both_directions(app_test):
-    at = app_test(PAGE)
+    at = app_test(PAGE, section="temperature")
     assert_clean(at)
     shown = " ".join(texts(at))
     assert r"\arg\max q=\arg\max p" in shown and r"1-\mathbb{E}\big[\mathrm{TV}(p,q)\big]" in shown

@@ -30,6 +30,12 @@ MAX_GAMMA = 32                     # the integer search range for the best gamma
 MC_STEPS = 200_000                 # Monte Carlo steps shown on the page
 MODES = ["constant", "decay", "table"]
 BELOW = {"pmf": "tokens per step: exact and simulated", "heat": "best gamma over alpha and c (heat map)"}
+SECTIONS = {  # the chooser under the model: ?section= opens the same view; only the chosen section is drawn
+    "papers": "Published operating points",
+    "seed": "The seed's numbers, recomputed",
+    "temperature": "Why alpha changes with temperature",
+    "all": "all three",
+}
 
 
 @st.cache_data(max_entries=16)
@@ -254,9 +260,24 @@ def render() -> None:
         "whether it pays."
     )
     model_section()
-    paper_section()
-    seed_section()
-    temperature_section()
+    reference_sections()
+
+
+@st.fragment
+def reference_sections() -> None:
+    """The fixed tables and the temperature explanation under the model, one at a time unless all are asked for.
+
+    A fragment of its own: choosing a section reruns this, not the model; a slider step does not rerun it."""
+    shown = bound_radio("Section shown below", list(SECTIONS), key="section", default="papers",
+                        format_func=SECTIONS.get,
+                        help="Each section is drawn only when it is shown; the address keeps the choice.")
+    every = shown == "all"
+    if every or shown == "papers":
+        paper_section()
+    if every or shown == "seed":
+        seed_section()
+    if every or shown == "temperature":
+        temperature_section()
 
 
 @st.fragment
