@@ -19,7 +19,8 @@ server has sent script_finished is the page itself, drawing the deltas that came
 sent 70-126 ms after the keydown on /proof's vocab step, handed to the page at 103-327 ms).
 The floor is a minimal app of one slider and one Plotly chart, served the same way at the same time and measured
 in turn with the pages, round by round (on a shared machine the load moves: so the ratio compares like with
-like). Then N concurrent sessions step a slider on one page (p50/p95 of their reruns).
+like). Then N concurrent sessions open one page together and, once all are open, step a slider (p50/p95 of
+their reruns; the opens together are reported apart).
 Headless Debian Chromium through Playwright, as tests/conftest.py launches it; loopback only; bounded by
 --repeats, --sessions and a per-wait timeout.
 
@@ -260,27 +261,38 @@ def page_row(samples: dict) -> dict:
 
 async def concurrent(browser, url: str, path: str, slider: str, sessions: int, steps: int,
                      timeout_ms: float) -> dict:
-    """`sessions` contexts open `path` together and step one slider `steps` times each; reruns pooled."""
-    async def one(i: int) -> tuple[list[float], str | None]:
+    """`sessions` contexts open `path` together, then, once all are open, step one slider `steps` times each.
+
+    The steps wait for every open: the browser runs on the server's CPUs here, and a step taken while seven other
+    tabs still draw their first page times those tabs' drawing (a student's browser is on the student's machine).
+    The opens are timed too, together, and reported apart."""
+    barrier = asyncio.Barrier(sessions)
+
+    async def one(i: int) -> tuple[float | None, list[float], str | None]:
         try:
-            _, (ctx, pg) = await open_time(browser, f"{url}/{path}", timeout_ms)
+            t_open, (ctx, pg) = await open_time(browser, f"{url}/{path}", timeout_ms)
         except Exception as exc:  # a page that failed to open is counted, not fatal
-            return [], f"{type(exc).__name__}: {str(exc)[:80]}"
+            await barrier.abort()
+            return None, [], f"{type(exc).__name__}: {str(exc)[:80]}"
         out = []
         try:
+            await barrier.wait()
             for j in range(steps):
                 dt, _, _, _ = await step_time(pg, slider, "ArrowRight" if j % 2 == 0 else "ArrowLeft", timeout_ms)
                 out.append(dt)
         except Exception as exc:
-            return out, f"{type(exc).__name__}: {str(exc)[:80]}"
+            return t_open, out, f"{type(exc).__name__}: {str(exc)[:80]}"
         finally:
             await ctx.close()
-        return out, None
+        return t_open, out, None
 
     results = await asyncio.gather(*(one(i) for i in range(sessions)))
-    reruns = [x for r, _ in results for x in r]
+    reruns = [x for _, r, _ in results for x in r]
+    opens = [t for t, _, _ in results if t is not None]
     return {"sessions": sessions, "steps": steps, "page": path, "slider": slider, **percentiles(reruns),
-            "failed": [e for _, e in results if e]}
+            "open": {**percentiles(opens), "max": max(opens, default=float("nan"))},
+            "by_session": [r for _, r, _ in results],
+            "failed": [e for _, _, e in results if e]}
 
 
 # ------------------------------------------------------------------------------------------- numbers ----
@@ -401,8 +413,9 @@ def main() -> None:
     if "concurrent" in out:
         c = out["concurrent"]
         print(f"\n{c['sessions']} concurrent sessions on /{c['page']}, {c['steps']} steps each: rerun p50 "
-              f"{c['p50']:.2f} s, p95 {c['p95']:.2f} s over {c['n']}; failed: {len(c['failed'])}; "
-              f"server RSS {out['server_rss_mb']:.0f} MB")
+              f"{c['p50']:.2f} s, p95 {c['p95']:.2f} s over {c['n']} (after all {c['sessions']} had opened; their "
+              f"opens together: p50 {c['open']['p50']:.2f} s, slowest {c['open']['max']:.2f} s); failed: "
+              f"{len(c['failed'])}; server RSS {out['server_rss_mb']:.0f} MB")
     if args.json:
         from gpu_demo.reports import write_report
         print(f"wrote {write_report(args.json, out, 'bench/ui_latency.py', args.force)}")
