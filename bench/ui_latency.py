@@ -24,7 +24,11 @@ their reruns; the opens together are reported apart).
 Headless Debian Chromium through Playwright, as tests/conftest.py launches it; loopback only; bounded by
 --repeats, --sessions and a per-wait timeout.
 
-Usage: .venv/bin/python bench/ui_latency.py [--pages algebra,roofline,proof,trees] [--repeats 5]
+Every page with a slider is covered (Home has none): by default all of them; /interview opens its flashcards,
+the part with its slider. /live's and /engines' sliders set a run's settings (nothing runs until a button).
+
+Usage: .venv/bin/python bench/ui_latency.py [--pages algebra,roofline,proof,trees,live,engines,interview]
+                                            [--repeats 5]
                                             [--sessions 8] [--concurrent-page algebra] [--json PATH]
 """
 
@@ -50,7 +54,12 @@ CONTROLS = {
     "roofline": ["alpha", "gamma"],
     "proof": ["vocab", "sseed"],
     "trees": ["vocab", "k"],
+    "live": ["gamma", "temp"],
+    "engines": ["gamma", "T"],
+    "interview": ["card"],
 }
+# a page whose sliders live in one of its parts opens that part (the URL a shared link would carry)
+PATHS = {"interview": "interview?part=Flashcards"}
 MINIMAL_APP = '''import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
@@ -230,7 +239,7 @@ async def page_samples(browser, url: str, path: str, sliders: list[str], rounds:
             if start is not None:
                 name = s.split(".", 1)[-1].removesuffix("__slider")
                 query.append(f"{name}={int(start) if float(start).is_integer() else round(start, 6)}")
-        view = f"{url}/{path}" + ("?" + "&".join(query) if query else "")
+        view = f"{url}/{path}" + (("&" if "?" in path else "?") + "&".join(query) if query else "")
         settled, drawn_open = await open_view(browser, view, timeout_ms)
         into["open"].append(settled)
         into["open_drawn"].append(drawn_open)
@@ -357,7 +366,7 @@ async def run(args) -> dict:
                     streamlit_server(ROOT / "app.py", tmp / "app.log") as (url, proc):
                 await (await open_time(browser, floor_url, timeout_ms))[1][0].close()  # warm the server
                 for p in pages:
-                    await (await open_time(browser, f"{url}/{p}", timeout_ms))[1][0].close()  # caches, imports
+                    await (await open_time(browser, f"{url}/{PATHS.get(p, p)}", timeout_ms))[1][0].close()  # warm
                 floor, samples, failed = None, {}, {}
                 for i in range(args.repeats):
                     floor = await page_samples(browser, floor_url, "", ["floor__slider"], range(i, i + 1),
@@ -367,8 +376,8 @@ async def run(args) -> dict:
                             continue
                         sliders = [f"{p}.{c}__slider" for c in CONTROLS[p]]
                         try:
-                            samples[p] = await page_samples(browser, url, p, sliders, range(i, i + 1), timeout_ms,
-                                                            samples.get(p))
+                            samples[p] = await page_samples(browser, url, PATHS.get(p, p), sliders, range(i, i + 1),
+                                                            timeout_ms, samples.get(p))
                         except Exception as exc:  # one page's failure is reported; the others are still measured
                             failed[p] = f"{type(exc).__name__}: {str(exc)[:160]}"
                             print(f"/{p}: FAILED {failed[p]}", flush=True)
@@ -378,8 +387,9 @@ async def run(args) -> dict:
                 out["pages"] = rows
                 if args.sessions > 0:
                     cp = args.concurrent_page
-                    out["concurrent"] = await concurrent(browser, url, cp, f"{cp}.{CONTROLS[cp][0]}__slider",
-                                                         args.sessions, args.steps, timeout_ms)
+                    out["concurrent"] = await concurrent(browser, url, PATHS.get(cp, cp),
+                                                         f"{cp}.{CONTROLS[cp][0]}__slider", args.sessions,
+                                                         args.steps, timeout_ms)
                 out["server_rss_mb"] = rss_mb(proc.pid)
             await browser.close()
     finally:
