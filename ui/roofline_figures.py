@@ -181,3 +181,23 @@ def probe_figure(res) -> go.Figure:
         _vline(fig, res.knee_measured, f"measured knee {res.knee_measured:.0f}", ROLE_COLOUR["measured"], "dot",
                log_x=True, y=0.9)
     return fig.figure()
+
+
+def h200_small_model_figure(per_pass: Sequence[int], tokens: Sequence[int], measured_v: Sequence[float],
+                            pure_v: Sequence[float], costed_v: Sequence[float], knee_v: float, ridge: float,
+                            subtitle: str) -> go.Figure:
+    """v against tokens per pass (T x B, log): the H200's measured points beside the two models at the same points."""
+    fig = _titled("A 135M model on an H200: v stays flat far past the ridge", subtitle,
+                  xaxis=dict(type="log", title="tokens computed in one pass (T new tokens x B sequences)"),
+                  yaxis=dict(type="log", title="v = verify pass / plain decode step (log)"), hovermode="closest")
+    hover = [f"T = {t}, B = {n // t}" for n, t in zip(per_pass, tokens)]
+    series = (("measured (H200, eager)", measured_v, "circle", ROLE_COLOUR["measured"], 11),
+              ("model: roofline + the measured fixed step + logits", costed_v, "diamond-open", OKABE_ITO[0], 10),
+              ("model: pure roofline", pure_v, "x-thin-open", ROLE_COLOUR["predicted"], 9))
+    for name, y, symbol, colour, size in series:
+        fig.add_scatter(x=list(per_pass), y=list(y), mode="markers", name=name, text=hover,
+                        hovertemplate="%{text}: %{x} tokens, v = %{y:.2f}<extra></extra>",
+                        marker=dict(symbol=symbol, color=colour, size=size, line=dict(width=1.5, color=colour)))
+    _hline(fig, knee_v, f"v = {knee_v:g}: the knee's threshold", ROLE_COLOUR["threshold"], "dot", log_y=True)
+    _vline(fig, ridge, f"ridge: {ridge:.0f} tokens a pass", ROLE_COLOUR["threshold"], "dash", log_x=True, y=0.95)
+    return fig.figure()

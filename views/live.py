@@ -21,6 +21,7 @@ from ui import live_panel as lp
 from ui import live_tokens as lt
 from ui.controls import bound_toggle, set_value
 from ui.live_figures import batch_figure
+from ui.live_h200 import h200_table
 from ui.safe_text import md
 
 SWEEP_GAMMAS = list(range(1, 9))
@@ -69,6 +70,7 @@ def load_pair(settings: lr.Settings, pair_ok: bool, pair_reason: str) -> tuple[l
             sp = None
     with st.expander("all model pairs and where they run"):
         lc.pairs_table(settings.device)
+    h200_table()
     if sp is None:
         return None, None
     st.caption(f"Loaded **{sp.name}** on {lpairs.device_name(sp)} in {sp.load_s:.2f} s (once per server, shared by "

@@ -9,6 +9,7 @@ from ui import presenter
 from ui import roofline_figures as rf
 from ui.chart_wire import charts_last
 from ui.controls import slider_input
+from ui.roofline_h200 import h200_section
 from ui.roofline_probe import probe_section
 from ui.roofline_steptime import num, steptime_section
 from ui.steptime_controls import pick_batch, pick_hardware, pick_precision
@@ -65,6 +66,7 @@ def render() -> None:
         "unless it says *measured*."
     )
     model_section()
+    h200_section()
     probe_section()
 
 
