@@ -52,6 +52,7 @@ class Provenance:
     commit: str
     dates: dict[str, str]
     commands: dict[str, str]
+    workload: dict[str, str]
 
     def line(self) -> str:
         """One line a page can print under every table or chart of this run."""
@@ -81,6 +82,7 @@ class PairRow:
     """One pair at one temperature: plain decoding, and speculation at its best measured gamma."""
 
     pair: str
+    dtype: str
     temperature: float
     ar_tok_s: float
     target_step_ms: float
@@ -111,7 +113,8 @@ def load(path: Path = DATA) -> dict:
 def provenance() -> Provenance:
     """The run's GPU, software versions, commit, dates and commands."""
     p = load()["provenance"]
-    return Provenance(p["gpu"], p["torch"], p["cuda"], p["commit"], dict(p["dates"]), dict(p["commands"]))
+    return Provenance(p["gpu"], p["torch"], p["cuda"], p["commit"], dict(p["dates"]), dict(p["commands"]),
+                      dict(p["workload"]))
 
 
 def verify_points() -> VerifyPoints:
@@ -166,9 +169,10 @@ def pair_rows() -> list[PairRow]:
                 continue
             r = res[label]
             best = next(row for row in r["rows"] if row["gamma"] == r["best_gamma"])
-            out.append(PairRow(name, temp, _finite(r["ar_tok_s"]), _finite(r["target_step_ms"]), int(r["best_gamma"]),
-                               _finite(best["alpha"]), _finite(best["c"]), _finite(best["v"]),
-                               _finite(best["predicted_speedup"]), _finite(best["measured_speedup"])))
+            out.append(PairRow(name, str(res["info"]["dtype"]), temp, _finite(r["ar_tok_s"]),
+                               _finite(r["target_step_ms"]), int(r["best_gamma"]), _finite(best["alpha"]),
+                               _finite(best["c"]), _finite(best["v"]), _finite(best["predicted_speedup"]),
+                               _finite(best["measured_speedup"])))
     return out
 
 

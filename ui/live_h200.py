@@ -11,6 +11,7 @@ from specdec_core import h200_run as h200
 
 _COLUMNS = {
     "pair": st.column_config.TextColumn("pair"),
+    "weights": st.column_config.TextColumn("weights"),
     "T": st.column_config.NumberColumn("T", format="%.0f"),
     "plain tok/s": st.column_config.NumberColumn("plain tok/s", format="%.0f"),
     "best gamma": st.column_config.NumberColumn("best gamma", format="%d"),
@@ -26,7 +27,7 @@ _COLUMNS = {
 def h200_rows() -> dict[str, list]:
     """One row per pair and temperature, the columns of _COLUMNS, in the file's order."""
     rows = h200.pair_rows()
-    return {"pair": [r.pair for r in rows], "T": [r.temperature for r in rows],
+    return {"pair": [r.pair for r in rows], "weights": [r.dtype for r in rows], "T": [r.temperature for r in rows],
             "plain tok/s": [r.ar_tok_s for r in rows], "best gamma": [r.gamma for r in rows],
             "alpha": [r.alpha for r in rows], "c": [r.c for r in rows], "v": [r.v for r in rows],
             "speedup predicted": [r.predicted for r in rows], "speedup measured": [r.measured for r in rows]}
@@ -38,9 +39,8 @@ def h200_table() -> None:
         st.dataframe(h200_rows(), column_config=_COLUMNS, hide_index=True, key="h200_pairs")
         one = next(g for g in h200.graph_steps() if g.tokens == 1)
         st.caption(
-            "Batch 1, eager PyTorch, bf16 SmolLM2 target; each row's speculation is at the gamma that measured "
-            "fastest (gamma 1, 2, 3, 4, 6 tried); its predicted speedup is E[N] / (gamma c + v) from that row's "
-            "alpha_j, c and v. "
+            f"Eager PyTorch; {h200.provenance().workload['pairs']}. Each row's speculation is at the gamma that "
+            "measured fastest; its predicted speedup is E[N] / (gamma c + v) from that row's alpha_j, c and v. "
             f"With CUDA graphs: the SmolLM2 decode step replayed from a graph took {one.graph_ms:.2f} ms against "
             f"{one.eager_ms:.1f} ms eager in the same run (same logits), about {h200.tok_s(one.graph_ms):.0f} "
             "tok/s for plain decoding; speculative decoding with graphs has not been measured on a GPU yet. "
