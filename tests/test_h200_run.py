@@ -106,4 +106,6 @@ def test_live_page_shows_every_pair_on_the_h200(app_test):
     assert len(frame.value) == 8
     row = frame.value[(frame.value["pair"] == "smollm2-eagle") & (frame.value["T"] == 1.0)].iloc[0]
     assert row["speedup measured"] == pytest.approx(1.2124372818341747) and row["best gamma"] == 3
+    assert row["weights"] == "bfloat16" and set(frame.value[frame.value["pair"] == "builtin"]["weights"]) == {"float32"}
+    assert any("4 chat prompts" in c.value and "64 new tokens" in c.value for c in at.caption)
     assert any("speculative decoding with graphs has not been measured" in c.value for c in at.caption)
