@@ -15,10 +15,11 @@ def test_roofline_page_renders(page, streamlit_url):
     metrics = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
     assert metrics[:4] == ["295", "16", "64", "74"], metrics
     page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg')
-    assert page.locator('[data-testid="stPlotlyChart"]').count() == 5
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 6   # five modelled, one measured on an H200
     assert page.get_by_text("roofline model, not a measurement").first.is_visible()
+    assert page.get_by_text("Measured: a small model is launch-bound").first.is_visible()
     screenshot(page, "roofline-page")
-    for i, name in enumerate(["roofline", "intensity", "speedup", "split", "best-gamma"]):
+    for i, name in enumerate(["roofline", "intensity", "speedup", "split", "best-gamma", "h200-small-model"]):
         chart = page.locator('[data-testid="stPlotlyChart"]').nth(i)
         chart.scroll_into_view_if_needed()
         page.wait_for_timeout(300)
