@@ -23,8 +23,8 @@ from gpu_demo.live import runner as lr
 from gpu_demo.live.queue import TurnQueue
 from gpu_demo.reports import write_report
 from specdec_core.repeats import spread, summarise_repeats
-from ui import live_panel as lp
-from ui.live_controls import PRESETS
+from ui.live import panel as lp
+from ui.live.controls import PRESETS
 
 QUANTITIES = ("measured_speedup", "predicted_speedup", "c", "v", "spec_tokens_per_s")
 SUMMARY = {"measured_speedup": "measured", "predicted_speedup": "predicted", "c": "c", "v": "v",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import ui_latency as ul  # bench/ui_latency.py: the browser and the settle wait
 
-from ui.serving import streamlit_server  # the one server starter
+from harness.serving import streamlit_server  # the one server starter
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "artifacts" / "presenter"

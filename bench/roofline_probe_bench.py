@@ -112,7 +112,7 @@ def main() -> None:
         report = {"combined": res.to_dict(), "runs": [r.to_dict() for r in runs]}
         print(f"wrote {write_report(args.json, report, 'bench/roofline_probe_bench.py', args.force)}")
     if args.html or args.png:
-        from ui.roofline_figures import probe_figure
+        from ui.roofline.figures import probe_figure
 
         html = args.html or args.png.with_suffix(".html")
         html.parent.mkdir(parents=True, exist_ok=True)

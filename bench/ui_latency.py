@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ui.serving import CHROMIUM_ARGS, SETTLED_JS, STEP_PROBE_JS, streamlit_server, watch_runs
+from harness.serving import CHROMIUM_ARGS, SETTLED_JS, STEP_PROBE_JS, streamlit_server, watch_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 

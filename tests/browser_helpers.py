@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ui.serving import SETTLED_JS, watch_runs
+from harness.serving import SETTLED_JS, watch_runs
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -13,7 +13,7 @@ RUN_TIMEOUT_MS = 120_000          # how long a run may take on a loaded machine 
 
 
 def run_log(pg) -> list[tuple[float, str]]:
-    """This page's log of ended runs (ui.serving.watch_runs), attached on first use (the page fixture does it
+    """This page's log of ended runs (harness.serving.watch_runs), attached on first use (the page fixture does it
     before the app opens; attached later it sees only websockets opened after)."""
     if not hasattr(pg, "specdec_runs"):
         pg.specdec_runs = watch_runs(pg)

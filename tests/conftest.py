@@ -10,7 +10,7 @@ import pytest
 from browser_helpers import run_log
 from doubles import streamlit_server
 
-from ui.serving import CHROMIUM_ARGS
+from harness.serving import CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"

@@ -1,5 +1,5 @@
 """Shared test doubles: a Markov "language model" implementing DecoderLM, and the app's `streamlit run` server
-(ui.serving's, on app.py, logging under artifacts/).
+(harness.serving's, on app.py, logging under artifacts/).
 
 Its logits at a position depend only on that position's token (logits = table[x_t]), so the law of a
 few decoded tokens is enumerable in closed form, while the real decoder, drafters and rules run on it.
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ui.serving import streamlit_server as _serve
+from harness.serving import streamlit_server as _serve
 
 ROOT = Path(__file__).resolve().parents[1]
 

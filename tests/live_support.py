@@ -16,7 +16,7 @@ import torch
 
 from gpu_demo.models.char import CharConfig, CharTransformer, WindowConfig, WindowMLP, save_char_model
 from gpu_demo.pairs import ASSETS
-from ui.live_pairs import ASSETS_ENV
+from ui.live.pairs import ASSETS_ENV
 
 # The corpus alphabet (sorted characters of the Austen asset, separator excluded).
 ALPHABET = "\n !\"&'()*,-.0123456789:;?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz\u00a3"

@@ -11,7 +11,7 @@ import plotly.io as pio
 import pytest
 
 from specdec_core import algebra as alg
-from ui.algebra_figures import alpha_figure, gamma_figure, pmf_figure
+from ui.algebra.figures import alpha_figure, gamma_figure, pmf_figure
 from ui.plainfig import plain_figure
 from ui.theme import PRESENTER_PX, presenter_spec
 

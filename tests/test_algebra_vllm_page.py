@@ -9,7 +9,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from specdec_core import algebra as alg
-from ui.algebra_vllm import EXAMPLE_LINE
+from ui.algebra.vllm import EXAMPLE_LINE
 
 PAGE = "views/algebra.py"
 A = [0.9, 0.5, 0.2]                       # by hand: r = 0.9, 0.45, 0.09; rate 0.48; mean length 2.44
@@ -144,7 +144,7 @@ def test_decoder_shape_costs_price_each_gamma(app_test):
 
 def test_a_paste_over_the_limit_is_refused_in_one_line_and_never_parsed(app_test):
     """A 10 MB scrape used to be parsed twice on every rerun; now anything past PASTE_LIMIT is refused unparsed."""
-    from ui.algebra_vllm import PASTE_LIMIT
+    from ui.algebra.vllm import PASTE_LIMIT
 
     at = app_test(PAGE)
     at.session_state["vllm_paste"] = EXAMPLE_LINE + "\n" + "x" * PASTE_LIMIT   # past the box's max_chars
@@ -159,6 +159,6 @@ def test_a_paste_over_the_limit_is_refused_in_one_line_and_never_parsed(app_test
 
 def test_the_definitions_formula_has_no_glued_command():
     """`\\qquadr_j` is an unknown KaTeX command (red error text): every spacing command is followed by a non-letter."""
-    from ui.algebra_vllm import DEFINITIONS
+    from ui.algebra.vllm import DEFINITIONS
 
     assert not re.search(r"\\q?quad[A-Za-z]", DEFINITIONS), DEFINITIONS

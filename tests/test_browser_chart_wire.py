@@ -12,8 +12,8 @@ import plotly.io
 import pytest
 from browser_helpers import nudge_slider, open_page, wait_for_app
 
+from harness.serving import streamlit_server
 from ui import chart_wire, figure_cache, presenter
-from ui.serving import streamlit_server
 
 pytestmark = pytest.mark.browser
 

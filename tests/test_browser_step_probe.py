@@ -1,10 +1,10 @@
-"""Real browser: the step probe that bench/ui_latency.py times steps with (ui.serving.STEP_PROBE_JS) finds exactly
+"""Real browser: the step probe that bench/ui_latency.py times steps with (harness.serving.STEP_PROBE_JS) finds exactly
 the app's script_finished messages, with their status, and times a slider step on the page's clock."""
 
 import pytest
 from browser_helpers import nudge_slider, open_page, run_log
 
-from ui.serving import STEP_PROBE_JS
+from harness.serving import STEP_PROBE_JS
 
 pytestmark = pytest.mark.browser
 

@@ -12,8 +12,8 @@ import plotly.tools
 import pytest
 from plotly.subplots import make_subplots
 
-from ui import proof_figures
 from ui.chart_wire import WireFigure, _plain, bake_template, charts_last, data_revision, defer, holding, wire_spec
+from ui.proof import figures as proof_figures
 from ui.theme import register_template
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpu_demo.live.queue import device_queue
-from ui import live_pairs as lpairs
+from ui.live import pairs as lpairs
 
 
 def test_every_pair_on_a_device_shares_the_probe_queue() -> None:

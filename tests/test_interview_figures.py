@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specdec_core import drills as dr
-from ui.interview_figures import drill_figure
+from ui.interview.figures import drill_figure
 
 
 def _title(fig) -> str:

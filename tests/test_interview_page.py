@@ -12,8 +12,8 @@ from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
 from specdec_core.drill_mistakes import mistakes
-from ui import interview_widgets as w
 from ui.controls import widget_key
+from ui.interview import widgets as w
 
 PAGE = "views/interview.py"
 
@@ -424,7 +424,7 @@ def test_senior_level_shows_only_its_drills_each_diagnosed_then_right(app_test):
 # ---------------------------------------------------------- mock interview ----
 def test_mock_interview_scores_and_names_topics_to_review_and_keeps_results(app_test):
     from content import mock
-    from ui import interview_mock as im
+    from ui.interview import mock as im
 
     at = app_test(PAGE, part="Mock interview")
     _no_exception(at)

@@ -19,9 +19,9 @@ ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side lo
 
 from gpu_demo.measure.stats import alpha_per_position, overall_alpha  # noqa: E402
 from specdec_core import algebra as alg  # noqa: E402
-from ui import live_export as lx  # noqa: E402
-from ui.live_panel import measure_record, sweep_results  # noqa: E402
-from ui.live_tokens import TARGET_STYLE  # noqa: E402
+from ui.live import export as lx  # noqa: E402
+from ui.live.panel import measure_record, sweep_results  # noqa: E402
+from ui.live.tokens import TARGET_STYLE  # noqa: E402
 from ui.theme import KIND_STYLE  # noqa: E402
 
 PAGE = "views/live.py"
@@ -155,14 +155,14 @@ def test_export_json_and_csv(app_test):
 
 
 def test_prompt_alphabet_covers_presets():
-    from ui.live_controls import PRESETS
+    from ui.live.controls import PRESETS
 
     for text in PRESETS.values():
         assert set(text) <= set(ALPHABET), set(text) - set(ALPHABET)
 
 
 def test_preset_in_the_url_sets_the_prompt_and_draft_settings_warn(app_test):
-    from ui.live_controls import PRESETS
+    from ui.live.controls import PRESETS
 
     at = app_test(PAGE, preset="copy-heavy", apart="true", dtemp="0.5", **SHORT)
     assert not at.exception
@@ -208,7 +208,7 @@ def test_sweep_runs_gamma_one_to_eight(app_test):
 def test_reruns_and_sessions_load_the_model_once(app_test, monkeypatch):
     """Two sessions and several reruns call the loader once: one cached Pair, no per-rerun model copies."""
     from gpu_demo import pairs as gp
-    from ui import live_pairs as lpairs
+    from ui.live import pairs as lpairs
 
     calls = []
     real_load = gp.load_pair

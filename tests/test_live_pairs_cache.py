@@ -22,7 +22,7 @@ from live_support import build_tiny_pair
 
 from gpu_demo import pairs as gp
 from gpu_demo.models import smollm2
-from ui import live_pairs as lpairs
+from ui.live import pairs as lpairs
 
 
 def _fake_pair(name: str) -> gp.Pair:

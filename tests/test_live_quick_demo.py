@@ -10,7 +10,7 @@ from live_support import ensure_builtin_assets
 
 ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side loader reads the env var
 
-from ui import live_controls as lc  # noqa: E402
+from ui.live import controls as lc  # noqa: E402
 
 PAGE = "views/live.py"
 

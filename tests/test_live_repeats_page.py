@@ -2,7 +2,7 @@
 acceptance, the short-run flag, the sentence under the race in every case, and a stopped sweep's partial results.
 
 Page numbers are recomputed here from the record's own events with gpu_demo.measure.stats (the one
-events -> core adapter) and plain statistics.median, independently of ui.live_panel's summary.
+events -> core adapter) and plain statistics.median, independently of ui.live.panel's summary.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side lo
 from gpu_demo.measure.stats import measure_events  # noqa: E402
 from specdec_core import measure as ms  # noqa: E402
 from specdec_core.repeats import summarise_repeats  # noqa: E402
-from ui import live_panel as lp  # noqa: E402
+from ui.live import panel as lp  # noqa: E402
 
 PAGE = "views/live.py"
 
@@ -145,7 +145,7 @@ def test_gap_sentence_is_right_in_every_case(runs, says, never):
 
 def test_stopped_sweep_keeps_and_shows_its_partial_results(app_test):
     from gpu_demo.live import runner as lr
-    from ui import live_pairs as lpairs
+    from ui.live import pairs as lpairs
 
     at = app_test(PAGE, timeout=240, maxnew="20", gamma="3", seed="7", repeats="2")
     settings = at.session_state["live_settings"]

@@ -8,7 +8,7 @@ from live_support import ensure_builtin_assets
 
 ensure_builtin_assets()
 
-from ui.live_panel import cpu_v_note  # noqa: E402
+from ui.live.panel import cpu_v_note  # noqa: E402
 
 PAGE = "views/live.py"
 

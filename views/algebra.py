@@ -8,9 +8,9 @@ import streamlit as st
 from specdec_core import algebra as alg
 from specdec_core.simulate import empirical_pmf, simulate_tokens_per_step, summarise
 from ui import presenter
-from ui.algebra_cost import ShapeCosts, cost_note, shape_costs, v_label
-from ui.algebra_figures import alpha_figure, gamma_figure, heatmap_figure, pmf_figure
-from ui.algebra_papers import (
+from ui.algebra.cost import ShapeCosts, cost_note, shape_costs, v_label
+from ui.algebra.figures import alpha_figure, gamma_figure, heatmap_figure, pmf_figure
+from ui.algebra.papers import (
     NO_PRESET,
     PRESET_LOADED,
     PRESETS,
@@ -19,9 +19,9 @@ from ui.algebra_papers import (
     preset_check,
     seed_section,
 )
-from ui.algebra_papers import num as n
-from ui.algebra_temperature import temperature_section
-from ui.algebra_vllm import paste_section, positional_comparison
+from ui.algebra.papers import num as n
+from ui.algebra.temperature import temperature_section
+from ui.algebra.vllm import paste_section, positional_comparison
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, bound_text, get_value, set_value, slider_input
 from ui.safe_text import md

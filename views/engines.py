@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import engines_text as text
 from ui import presenter
-from ui.engines_panel import controls, own_server_section, result_section, run_button
+from ui.engines import text as text
+from ui.engines.panel import controls, own_server_section, result_section, run_button
 
 
 def render() -> None:

@@ -13,10 +13,10 @@ import streamlit as st
 
 from content import interview_content as ic
 from specdec_core import drills as dr
-from ui import interview_widgets as w
 from ui import presenter
 from ui.controls import bound_radio, bound_text, bound_toggle, set_value, slider_input
-from ui.interview_mock import render_mock
+from ui.interview import widgets as w
+from ui.interview.mock import render_mock
 from ui.safe_text import md
 
 PARTS = ("Checklist", "Drills", "Concepts", "30-second", "Mock interview", "Flashcards", "Walkthrough")

@@ -13,15 +13,15 @@ from gpu_demo.live import runner as lr
 from gpu_demo.measure import batch as lb
 from specdec_core.measure import Measured
 from specdec_core.repeats import RepeatSummary, summarise_repeats
-from ui import live_constraint_panel as lcp
-from ui import live_controls as lc
-from ui import live_export as lx
-from ui import live_pairs as lpairs
-from ui import live_panel as lp
-from ui import live_tokens as lt
 from ui.controls import bound_toggle, set_value
-from ui.live_figures import batch_figure
-from ui.live_h200 import h200_table
+from ui.live import constraint_panel as lcp
+from ui.live import controls as lc
+from ui.live import export as lx
+from ui.live import pairs as lpairs
+from ui.live import panel as lp
+from ui.live import tokens as lt
+from ui.live.figures import batch_figure
+from ui.live.h200 import h200_table
 from ui.safe_text import md
 
 SWEEP_GAMMAS = list(range(1, 9))

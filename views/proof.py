@@ -7,9 +7,9 @@ import streamlit as st
 from ui import presenter
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio
-from ui.proof_controls import controls
-from ui.proof_sampling import sampling_section
-from ui.proof_sections import exact_section, exhaustive_section, explanation, multiposition_section
+from ui.proof.controls import controls
+from ui.proof.sampling import sampling_section
+from ui.proof.sections import exact_section, exhaustive_section, explanation, multiposition_section
 
 SECTIONS = {  # the section chooser: ?section= opens the same view; only the chosen sections are computed
     "sampling": "3. Sampling check and the mistakes",

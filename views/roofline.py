@@ -6,13 +6,13 @@ import streamlit as st
 
 from specdec_core import roofline as rl
 from ui import presenter
-from ui import roofline_figures as rf
 from ui.chart_wire import charts_last
 from ui.controls import slider_input
-from ui.roofline_h200 import h200_section
-from ui.roofline_probe import probe_section
-from ui.roofline_steptime import num, steptime_section
-from ui.steptime_controls import pick_batch, pick_hardware, pick_precision
+from ui.hardware_picker import pick_batch, pick_hardware, pick_precision
+from ui.roofline import figures as rf
+from ui.roofline.h200 import h200_section
+from ui.roofline.probe import probe_section
+from ui.roofline.steptime import num, steptime_section
 
 GAMMAS = (1, 3, 7)
 

@@ -8,10 +8,10 @@ import streamlit as st
 from ui import presenter
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio
-from ui.trees_cost import tree_section
-from ui.trees_data import K_PAGE, V_PAGE
-from ui.trees_multidraft import check_section, draws_controls, multidraft_section, pair_controls, refuse
-from ui.trees_typical import typical_section
+from ui.trees.cost import tree_section
+from ui.trees.data import K_PAGE, V_PAGE
+from ui.trees.multidraft import check_section, draws_controls, multidraft_section, pair_controls, refuse
+from ui.trees.typical import typical_section
 
 SECTIONS = {  # the section chooser: ?section= opens the same view; only the chosen sections are computed
     "tree": "3. Token trees: length, cost, goodput",

@@ -9,7 +9,7 @@ Runs record the decoder's own events; the only clock read here is the time spent
 ``next()`` (the page's rendering between rounds is excluded). A callback runs after every round: the page's
 callbacks touch Streamlit there, which is where a Stop (or a rerun) lands, so a run stops between two
 rounds and the generator and the model's turn are released at once. The shared pairs and their cache live
-in ``ui.live_pairs`` (st.cache_resource); the queue, throttle and device line in ``gpu_demo.live.queue``.
+in ``ui.live.pairs`` (st.cache_resource); the queue, throttle and device line in ``gpu_demo.live.queue``.
 """
 
 from __future__ import annotations

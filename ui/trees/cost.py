@@ -10,12 +10,12 @@ from specdec_core import roofline as rl
 from specdec_core import steptime as stp
 from specdec_core import trees as tr
 from specdec_core.tree_cost import TreeVsChain
-from ui import trees_assumptions as ta
-from ui import trees_data as data
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, bound_text, slider_input
-from ui.trees_data import BATCH
-from ui.trees_multidraft import refuse
+from ui.trees import assumptions as ta
+from ui.trees import data as data
+from ui.trees.data import BATCH
+from ui.trees.multidraft import refuse
 
 
 def tree_controls(p: np.ndarray, q: np.ndarray) -> tuple[tr.Tree, np.ndarray, str]:

@@ -22,8 +22,8 @@ from gpu_demo.live.runner import Settings, SharedPair, prompt_ids, stop_tokens
 from gpu_demo.measure.stats import mean_accepted_length, overall_alpha
 from specdec_core.algebra import expected_tokens
 from specdec_core.measure import acceptance_probability
-from ui import live_tokens as lt
 from ui.controls import bound_radio, bound_select, bound_text, bound_toggle, get_value, number_box
+from ui.live import tokens as lt
 from ui.safe_text import md
 
 OWN = "own"

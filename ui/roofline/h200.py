@@ -11,8 +11,8 @@ import streamlit as st
 
 from specdec_core import h200_run as h200
 from specdec_core import roofline as rl
-from ui import roofline_figures as rf
 from ui.figure_cache import cached_figure
+from ui.roofline import figures as rf
 
 small_model_figure = cached_figure(rf.h200_small_model_figure)
 

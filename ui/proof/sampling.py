@@ -10,9 +10,9 @@ from specdec_core import mistakes as mk
 from specdec_core import proof_cases as pc
 from specdec_core.mistakes import NAIVE_NORMALISATION, RuleCheck
 from specdec_core.rejection import MAX_DRAWS
-from ui import proof_data as data
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio, slider_input
+from ui.proof import data as data
 
 
 def check_rows(checks: dict[str, RuleCheck]) -> list[dict]:

@@ -9,7 +9,7 @@ import streamlit as st
 
 from specdec_core import algebra as alg
 from specdec_core import presets as ps
-from ui.algebra_cost import slowdown_note
+from ui.algebra.cost import slowdown_note
 from ui.controls import get_value, set_value
 
 PRESETS = {f"Leviathan: {r.name}": r for r in ps.LEVIATHAN_ROWS} | {f"Chen: {r.name}": r for r in ps.CHEN_ROWS}

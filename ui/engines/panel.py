@@ -107,7 +107,7 @@ def own_server_section() -> None:
     """A URL to a running engine: only when this server's allow-list names its origin, and never from the URL bar."""
     allowed = sorted(allowed_origins())
     if not allowed:
-        from ui.engines_text import OWN_SERVER_OFF
+        from ui.engines.text import OWN_SERVER_OFF
 
         st.info(OWN_SERVER_OFF)
         return

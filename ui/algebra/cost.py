@@ -16,7 +16,7 @@ import streamlit as st
 from specdec_core import algebra as alg
 from specdec_core import steptime as stp
 from ui.controls import bound_radio
-from ui.steptime_controls import hw_from_key, pick_batch, pick_context, pick_hardware, pick_precision, pick_shapes
+from ui.hardware_picker import hw_from_key, pick_batch, pick_context, pick_hardware, pick_precision, pick_shapes
 from ui.theme import OKABE_ITO, ROLE_COLOUR
 
 COST_LABELS = {"free": "free c and v", "shape": "from a decoder shape"}

@@ -11,7 +11,7 @@ from specdec_core.repeats import MAX_REPEATS
 from ui.controls import bound_select, bound_text, bound_toggle, get_value, number_box, set_value, slider_input
 
 # Presets use only characters the built-in (Jane Austen) alphabet has, so they run on every pair.
-from ui.live_pairs import device_choices, pair_description, pair_status, resolve
+from ui.live.pairs import device_choices, pair_description, pair_status, resolve
 
 # Presets use only characters the built-in (Jane Austen) alphabet has, so they run on every pair.
 PRESETS: dict[str, str] = {

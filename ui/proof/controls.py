@@ -8,7 +8,7 @@ import streamlit as st
 from specdec_core import proof_cases as pc
 from specdec_core.rejection import check_pair
 from ui.controls import bound_select, bound_text, slider_input
-from ui.proof_data import SOURCE_HELP, SOURCES
+from ui.proof.data import SOURCE_HELP, SOURCES
 from ui.safe_text import md
 
 

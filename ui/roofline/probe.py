@@ -13,9 +13,9 @@ from gpu_demo.device import device_label, resolve_device
 from gpu_demo.live.queue import device_queue
 from gpu_demo.measure.probe import PROBE_SHAPES, ProbeResult, format_table, probe
 from gpu_demo.models.quant import FORMATS, quant_unavailable_reason
-from ui import roofline_figures as rf
 from ui.chart_wire import charts_last
 from ui.controls import bound_select
+from ui.roofline import figures as rf
 
 LAST = "probe_result"                 # the last result (a ProbeResult)
 BY_FORMAT = "probe_results"           # {(shape name, weight format): ProbeResult} of this session

@@ -19,7 +19,7 @@ from gpu_demo.measure.stats import measure_events
 from specdec_core.measure import Measured
 from specdec_core.repeats import CLOSE, MIN_ROUNDS, GapReading, RepeatSummary, Spread, read_gap, summarise_repeats
 from specdec_core.vllm_metrics import SpecDecodeCounts, counts_from_rounds
-from ui.live_figures import alpha_figure, length_figure, sweep_figure
+from ui.live.figures import alpha_figure, length_figure, sweep_figure
 
 VLLM_DEFINITIONS = (
     "vLLM reports the same rounds under other names (its spec-decode metrics): **acceptance rate** = accepted / "

@@ -1,5 +1,5 @@
 """The proof page's sections besides the sampling check: the exact decomposition (the key figure), why it is exact,
-the seed's exhaustive check, and two positions enumerated. Numbers from specdec_core through ui.proof_data."""
+the seed's exhaustive check, and two positions enumerated. Numbers from specdec_core through ui.proof.data."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import streamlit as st
 
 from specdec_core import proof_cases as pc
 from specdec_core.rejection import emitted_distribution
-from ui import proof_data as data
 from ui.chart_wire import charts_last
 from ui.controls import slider_input
+from ui.proof import data as data
 
 
 def exact_section(case: pc.ProofCase) -> None:

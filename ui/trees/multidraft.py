@@ -9,11 +9,11 @@ import streamlit as st
 from specdec_core import proof_cases as pc
 from specdec_core.multidraft import NO_UPDATE, RULES
 from specdec_core.rejection import MAX_DRAWS
-from ui import trees_assumptions as ta
-from ui import trees_data as data
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, slider_input
 from ui.safe_text import md
+from ui.trees import assumptions as ta
+from ui.trees import data as data
 
 
 def refuse(exc: ValueError, what: str) -> None:

@@ -14,12 +14,12 @@ import streamlit as st
 
 from specdec_core import roofline as rl
 from specdec_core import steptime as stp
-from ui import roofline_figures as rf
 from ui.chart_wire import charts_last
 from ui.controls import slider_input
 from ui.figure_cache import cached_figure
-from ui.roofline_measured import measured_section
-from ui.steptime_controls import algebra_link, hw_from_key, pick_context, pick_shapes
+from ui.hardware_picker import algebra_link, hw_from_key, pick_context, pick_shapes
+from ui.roofline import figures as rf
+from ui.roofline.measured import measured_section
 
 CONTEXTS = (256, 2048, 16384, 131072)
 BATCH = np.unique(np.round(np.geomspace(1, 1024, 161)))

@@ -12,8 +12,8 @@ from specdec_core import proof_cases as pc
 from specdec_core.mistakes import RuleCheck, all_rules, check_rule
 from specdec_core.multiposition import markov_example, two_position_check
 from specdec_core.rejection import decomposition
-from ui import proof_figures as figs
 from ui.figure_cache import cached_figure
+from ui.proof import figures as figs
 
 SOURCES = {**pc.PRESETS, "logits": "from logits (temperature, top-k, top-p)", "custom": "type p and q"}
 MISTAKES = ["correct", "resample_p", "raw_logits", "wrong_q", "naive_norm"]

@@ -7,9 +7,9 @@ import numpy as np
 import streamlit as st
 
 from specdec_core import typical as ty
-from ui import trees_assumptions as ta
-from ui import trees_data as data
 from ui.controls import bound_radio, slider_input
+from ui.trees import assumptions as ta
+from ui.trees import data as data
 
 
 def typical_section(p: np.ndarray, q: np.ndarray, k: int, n: int, seed: int) -> None:

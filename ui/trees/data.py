@@ -24,8 +24,8 @@ from specdec_core.multidraft import (
     multidraft_distribution,
 )
 from specdec_core.tree_cost import TreeVsChain, tree_vs_chain
-from ui import trees_figures as figs
 from ui.figure_cache import cached_figure
+from ui.trees import figures as figs
 
 V_PAGE, K_PAGE = 16, 5            # page limits: the without-replacement law enumerates up to V^k rejection paths
 DRAW_BUDGET = 60_000              # candidate draws (k per position) one sampled check may make: ~0.4 s at V 16, k 5

@@ -14,7 +14,7 @@ from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
 from ui.controls import set_value
-from ui.interview_figures import drill_figure
+from ui.interview.figures import drill_figure
 from ui.safe_text import md
 
 SCORE = "iv_score"          # {(seed, kind): bool}, the first graded verdict per drill (frozen: the solution shows)

@@ -1,0 +1,1 @@
+"""The algebra page's helpers: figures, decoder-shape cost mode, paste box, papers, temperature."""

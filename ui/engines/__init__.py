@@ -1,0 +1,1 @@
+"""The Engines page's helpers: controls, run and result, prose."""

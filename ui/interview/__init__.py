@@ -1,0 +1,1 @@
+"""The interview page's helpers: drill figures, widgets, the timed mock interview."""

@@ -1,0 +1,1 @@
+"""The proof page's helpers: cached results, case picker, sections, sampling check."""
