@@ -18,7 +18,6 @@ present = presenter.sync()   # ?present=1, app-wide: read from the URL, written 
 st.set_page_config(page_title="specdec-lab", page_icon="⏩", layout="wide",
                    initial_sidebar_state="collapsed" if present else "auto")
 register_template()
-presenter.install_chart_hook()
 
 PAGES = [
     # Home is served at /. A default page still reserves its url_path, so it takes an unused one ("index"),

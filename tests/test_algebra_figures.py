@@ -1,4 +1,4 @@
-"""The algebra page's step figures are built without Plotly's validation (ui.plainfig.plain_figure): each must still
+"""The algebra page's step figures are built without Plotly's validation (ui.plainfig.PlainFigure): each must still
 validate, and validating must not change what is sent; a misspelt property, the negative control, fails it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from specdec_core import algebra as alg
 from ui.algebra.figures import alpha_figure, gamma_figure, pmf_figure
-from ui.plainfig import plain_figure
+from ui.plainfig import PlainFigure, validating
 from ui.theme import PRESENTER_PX, presenter_spec
 
 
@@ -41,6 +41,8 @@ def test_a_plain_figure_validates_and_validation_changes_nothing(name: str) -> N
 
 
 def test_a_misspelt_property_fails_validation() -> None:
-    fig = plain_figure([{"type": "scatter", "x": [0, 1], "y": [1, 2], "lnie": {"color": "red"}}], {"title": "t"})
+    plain = PlainFigure.of([{"type": "scatter", "x": [0, 1], "y": [1, 2], "lnie": {"color": "red"}}], {"title": "t"})
     with pytest.raises(ValueError, match="lnie"):
-        go.Figure(fig.to_dict())
+        go.Figure(plain.figure().to_dict())
+    with validating(), pytest.raises(ValueError, match="lnie"):
+        plain.figure()

@@ -96,29 +96,25 @@ def test_the_wire_spec_renders_as_the_templated_figure(browser, app_test, monkey
 
 
 def test_a_chart_is_drawn_once_and_sent_last_the_usual_way_twice_and_in_place(browser, tmp_path):
-    """The app's hook (ui.presenter) against Streamlit's own st.plotly_chart, in one small app: the hooked chart is
-    drawn once as it mounts, and inside charts_last() it is sent after the text below it, in its place on screen."""
+    """The app's chart call (ui.presenter.show) against Streamlit's own st.plotly_chart, in one small app: the app's
+    chart is drawn once as it mounts, and inside charts_last() it is sent after the text below it, in its place."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     app = tmp_path / "two_charts.py"
-    app.write_text(textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(ROOT)!r})
+    app.write_text(textwrap.dedent("""
         import numpy as np
         import plotly.graph_objects as go
         import streamlit as st
-        from streamlit.delta_generator import DeltaGenerator
         from ui import presenter
         from ui.chart_wire import charts_last
         from ui.theme import register_template
 
         register_template()
-        presenter.install_chart_hook()
         k = st.slider("k", 1, 9, 3, key="k")
         fig = go.Figure(go.Bar(y=np.arange(1.0, k + 1)))
-        DeltaGenerator.plotly_chart.__wrapped__(st._main, fig, key="usual")    # Streamlit's own, unhooked
+        st.plotly_chart(fig, key="usual")                                   # Streamlit's own
         with charts_last():
-            st.plotly_chart(fig, key="wired")
+            presenter.show(fig, key="wired")
             st.markdown("text after the chart")
     """))
     frames: list[bytes] = []

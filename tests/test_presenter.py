@@ -166,3 +166,23 @@ def test_chart_pages_fold_their_opening_prose(app_test, page):
     assert not on.exception and not off.exception
     assert "About this page" in [e.label for e in on.expander]
     assert "About this page" not in [e.label for e in off.expander]
+
+
+# ------------------------------------------------------------------- one explicit chart call ----
+def test_pages_draw_charts_only_through_show():
+    """No hidden patch: pages call presenter.show, never plotly_chart themselves, and Streamlit's own method is
+    left as Streamlit wrote it (the app replaces no library function)."""
+    import ast
+    from pathlib import Path
+
+    from streamlit.delta_generator import DeltaGenerator
+
+    root = Path(__file__).resolve().parents[1]
+    files = [root / "app.py", *(root / "views").glob("*.py"), *(root / "ui").rglob("*.py")]
+    direct = [str(f.relative_to(root)) for f in files if f.name != "presenter.py"
+              for n in ast.walk(ast.parse(f.read_text()))
+              if isinstance(n, ast.Attribute) and n.attr == "plotly_chart"]
+    assert not direct, direct
+    from streamlit.elements.plotly_chart import PlotlyMixin
+
+    assert DeltaGenerator.plotly_chart is PlotlyMixin.plotly_chart

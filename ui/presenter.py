@@ -1,8 +1,9 @@
 """Presenter mode, app-wide: one switch, kept in the URL (``?present=1``), for a classroom projector.
 
 When it is on, every page gets larger type (app.py injects ``css()``), every Plotly chart larger text and tick
-labels (``st.plotly_chart`` passes each figure through ``ui.theme.presenter_spec``, so pages need no edits), and
-the sidebar starts collapsed. The interview's classroom mode uses the same CSS and figure sizes.
+labels (every page draws its charts with ``show(fig)``, which passes each figure through
+``ui.theme.presenter_spec``), and the sidebar starts collapsed. The interview's classroom mode uses the same CSS
+and figure sizes.
 
 The switch is app-wide, not a page's setting (ui/controls.py binds settings per page): its value lives in the
 session, is read from ``?present=`` when that text changes (bad text gets one line and changes nothing), and is
@@ -16,14 +17,14 @@ API for pages (all no-ops when presenter mode is off, so a page reads the same e
 - ``with secondary("More settings"):`` wraps controls a projector does not need: folded into a closed expander
   when on, drawn in place otherwise. The widgets still run (their values and URL binding stay); the block must
   not contain an expander itself (Streamlit does not nest them).
+- ``show(fig, key=..., where=column)``: every chart, sized for the projector when on (``where`` defaults to the
+  main area).
 - ``slot = top()`` right after the page title, then ``with key_figure(slot):`` around the page's key figure:
   when on, the figure is drawn at the top; otherwise where the ``with`` stands.
 """
 
 from __future__ import annotations
 
-import functools
-import types
 from contextlib import AbstractContextManager
 
 import streamlit as st
@@ -159,30 +160,18 @@ def _wired(fig) -> WireFigure:
     return WireFigure(wire_spec(presenter_spec(fig) if on() else fig))
 
 
-def install_chart_hook() -> None:
-    """Make ``plotly_chart`` (st.plotly_chart, and on columns and containers) apply presenter sizes when on, and
-    send every figure as ui.chart_wire's spec, without Streamlit's chart theme (so Plotly draws it once).
+def show(fig, *, where=st, **kwargs) -> DeltaGenerator:
+    """Draw a Plotly figure (a go.Figure, its dict, or a WireFigure from ui.figure_cache) in ``where`` (the main
+    area, a column or a container): at presenter sizes when on, sent as ui.chart_wire's spec without Streamlit's
+    chart theme (so Plotly draws it once). Every page draws its charts through this one call.
 
-    One wrapper per process, installed once (app.py calls this each run; later calls do nothing); it reads the
-    calling session's state, so sessions with and without presenter mode share it. Pages and figure builders
-    need no edits, and a figure built in st.cache_data is sized at display time, not when it was cached.
+    A figure built in st.cache_data is sized here, at display time, not when it was cached. Inside
+    ``chart_wire.charts_last()`` a chart with no selection to return keeps its place and is sent at the block's end.
     """
-    original = DeltaGenerator.plotly_chart
-    if getattr(original, "_presenter", False):
-        return
-
-    @functools.wraps(original)
-    def plotly_chart(self, figure_or_data, *args, **kwargs):
-        if isinstance(figure_or_data, dict) or hasattr(figure_or_data, "to_dict"):
-            figure_or_data = _wired(figure_or_data)
-            kwargs.setdefault("theme", None)
-            if chart_wire.holding() and kwargs.get("on_select", "ignore") == "ignore":   # no selection to return
-                slot = self.container()                              # its place now, the chart at the block's end
-                chart_wire.defer(lambda: original(slot, figure_or_data, *args, **kwargs))
-                return slot
-        return original(self, figure_or_data, *args, **kwargs)
-
-    plotly_chart._presenter = True
-    DeltaGenerator.plotly_chart = plotly_chart
-    # st.plotly_chart is the main area's method, bound when streamlit was imported: bind it again
-    st.plotly_chart = types.MethodType(plotly_chart, st.plotly_chart.__self__)
+    figure = _wired(fig)
+    kwargs.setdefault("theme", None)
+    if chart_wire.holding() and kwargs.get("on_select", "ignore") == "ignore":   # no selection to return
+        slot = where.container()                                   # its place now, the chart at the block's end
+        chart_wire.defer(lambda: slot.plotly_chart(figure, **kwargs))
+        return slot
+    return where.plotly_chart(figure, **kwargs)

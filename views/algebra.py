@@ -24,6 +24,7 @@ from ui.algebra.temperature import temperature_section
 from ui.algebra.vllm import paste_section, positional_comparison
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, bound_text, get_value, set_value, slider_input
+from ui.presenter import show
 from ui.safe_text import md
 
 MAX_GAMMA = 32                     # the integer search range for the best gamma
@@ -210,10 +211,10 @@ def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search
         pos = (alg.expected_tokens_prefixes(curve), alg.speedup_prefixes(curve, c, vs))
         best = alg.best_gamma_positional(curve, c, vs)
     left, right = st.columns(2)
-    left.plotly_chart(gamma_figure(gammas, tokens, speeds, best, gamma, pos), key="fig_gamma")
+    show(gamma_figure(gammas, tokens, speeds, best, gamma, pos), key="fig_gamma", where=left)
     grid = np.linspace(0.0, 1.0, 101)
     curves = {g: alg.speedup(grid, g, c, alg.v_by_gamma(vs, 16)[g]) for g in sorted({1, 2, 4, 8, 16, max(gamma, 1)})}
-    right.plotly_chart(alpha_figure(grid, curves, (alpha, float(alg.speedup(alpha, gamma, c, v)))), key="fig_alpha")
+    show(alpha_figure(grid, curves, (alpha, float(alg.speedup(alpha, gamma, c, v)))), key="fig_alpha", where=right)
     below = bound_radio("Below the curves", list(BELOW), key="fig", format_func=BELOW.get,
                         help="One of the two larger figures at a time, so a slider step redraws only the one shown.")
     if below == "heat":
@@ -225,7 +226,7 @@ def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search
 def heat_section(alpha: float, c: float, vs: float | np.ndarray) -> None:
     """The best-gamma heat map over (alpha, c), the current point marked."""
     heat = heatmap_data(vs, 0.5 if c <= 0.5 else 1.0)
-    st.plotly_chart(heatmap_figure(*heat, (alpha, c), v_label(vs)), key="fig_heat")
+    show(heatmap_figure(*heat, (alpha, c), v_label(vs)), key="fig_heat")
     st.caption(
         "Each cell searches gamma = 0..32 (hover a cell to read its best gamma and speedup). The white line "
         "is speedup = 1: below and right of it no draft length >= 1 pays. Colours saturate at 5x; the corner "
@@ -239,7 +240,7 @@ def pmf_section(aj: np.ndarray, gamma: int) -> None:
     pmf = alg.accepted_length_pmf_positional(aj)
     freq, mc = monte_carlo(tuple(float(a) for a in aj), MC_STEPS)
     marks = {"mean": mc["mean"], "P50": mc["p50"], "P99": mc["p99"]}
-    st.plotly_chart(pmf_figure(pmf, freq, MC_STEPS, marks), key="fig_pmf")
+    show(pmf_figure(pmf, freq, MC_STEPS, marks), key="fig_pmf")
     spread = (
         f"The mean hides a spread: {pmf[0]:.1%} of steps emit a single token and {pmf[-1]:.1%} emit all {gamma + 1}."
         if gamma

@@ -22,6 +22,7 @@ from ui.live import panel as lp
 from ui.live import tokens as lt
 from ui.live.figures import batch_figure
 from ui.live.h200 import h200_table
+from ui.presenter import show
 from ui.safe_text import md
 
 SWEEP_GAMMAS = list(range(1, 9))
@@ -154,8 +155,8 @@ def batch_section(settings: lr.Settings, sp: lr.SharedPair | None, on_wait, prog
         g, rows, gpu = batch
         hw, shape = lb.gpu_preset(gpu), lb.target_shape(sp.pair.target, sp.pair.info.get("target_params"))
         curve = lb.model_v(shape, hw, g, [r[0] for r in rows]) if hw and shape else None
-        st.plotly_chart(batch_figure([r[0] for r in rows], [r[3] for r in rows], curve,
-                                     hw.name if hw else "no preset for this GPU"), key="fig_batch")
+        show(batch_figure([r[0] for r in rows], [r[3] for r in rows], curve,
+                          hw.name if hw else "no preset for this GPU"), key="fig_batch")
         st.caption(f"Measured on {gpu} at gamma = {g}. The model is the roofline page's step time for "
                    f"{hw.name if hw else 'no matching preset'}; where the measured v stays near 1 the verify pass "
                    "is memory- or launch-bound, and the crossover is where it starts to climb.")

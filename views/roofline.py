@@ -9,6 +9,7 @@ from ui import presenter
 from ui.chart_wire import charts_last
 from ui.controls import slider_input
 from ui.hardware_picker import pick_batch, pick_hardware, pick_precision
+from ui.presenter import show
 from ui.roofline import figures as rf
 from ui.roofline.h200 import h200_section
 from ui.roofline.probe import probe_section
@@ -99,8 +100,8 @@ def model_section() -> None:
         readouts(hw, mode, gamma, batch)
         with presenter.key_figure(slot):
             c1, c2 = st.columns(2)
-            c1.plotly_chart(rf.roofline_figure(hw, mode, batch, gamma), key="fig_roofline")
-            c2.plotly_chart(rf.intensity_figure(hw, mode, sorted(set(GAMMAS) | {gamma})), key="fig_intensity")
+            show(rf.roofline_figure(hw, mode, batch, gamma), key="fig_roofline", where=c1)
+            show(rf.intensity_figure(hw, mode, sorted(set(GAMMAS) | {gamma})), key="fig_intensity", where=c2)
         steptime_section(hw_key, mode, kv, gamma, batch)
 
 

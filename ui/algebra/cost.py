@@ -17,6 +17,7 @@ from specdec_core import algebra as alg
 from specdec_core import steptime as stp
 from ui.controls import bound_radio
 from ui.hardware_picker import hw_from_key, pick_batch, pick_context, pick_hardware, pick_precision, pick_shapes
+from ui.presenter import show
 from ui.theme import OKABE_ITO, ROLE_COLOUR
 
 COST_LABELS = {"free": "free c and v", "shape": "from a decoder shape"}
@@ -126,7 +127,7 @@ def cost_note(alpha: float, c: float, v: float | np.ndarray, search: np.ndarray 
     rows = [{"gamma": int(k), "v(gamma)": f"{vg[k]:.3f}", "cost gamma c + v": f"{cost[k]:.3f}",
              "E[N]": f"{tokens[k]:.3f}", "speedup": f"{speed[k]:.3f}x"} for k in gammas[: WHY_ROWS + 1]]
     st.dataframe(rows, hide_index=True)
-    st.plotly_chart(cost_figure(gammas, tokens, cost, g), key="fig_cost")
+    show(cost_figure(gammas, tokens, cost, g), key="fig_cost")
 
 
 def slowdown_note() -> None:

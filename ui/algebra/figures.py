@@ -4,7 +4,7 @@ Figures are built in one ``go.Figure(data, layout)`` call on the app template (t
 ``ui.theme.register_template()`` has run). ``ui.theme.new_figure`` would give the same look, but it
 re-validates the whole template three times per figure (about 35 ms each, measured), and this page
 draws four figures on every slider move. The three a slider step redraws are built from plain dicts without
-Plotly's property validation (ui.plainfig.plain_figure; 9 -> 1.2 ms a figure here, and validation was a fifth of a
+Plotly's property validation (ui.plainfig.PlainFigure; 9 -> 1.2 ms a figure here, and validation was a fifth of a
 step's server time under a browser's load); tests/test_algebra_figures.py checks they validate.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import NDArray
 
-from ui.plainfig import plain_figure
+from ui.plainfig import PlainFigure
 from ui.theme import BOTTOM_LEGEND, OKABE_ITO, ROLE_COLOUR, register_template
 
 register_template()
@@ -83,7 +83,7 @@ def gamma_figure(
         legend=BOTTOM_LEGEND,
         margin=dict(l=70, r=20, t=60, b=105, autoexpand=False),
     )
-    return plain_figure(data, layout)
+    return PlainFigure.of(data, layout).figure()
 
 
 def alpha_figure(
@@ -106,7 +106,7 @@ def alpha_figure(
         legend=BOTTOM_LEGEND,
         margin=dict(l=70, r=20, t=50, b=110, autoexpand=False),
     )
-    return plain_figure(data, layout)
+    return PlainFigure.of(data, layout).figure()
 
 
 def heatmap_figure(
@@ -218,4 +218,4 @@ def pmf_figure(
         margin=dict(l=80, r=20, t=80, b=85, autoexpand=False),
         legend=BOTTOM_LEGEND,
     )
-    return plain_figure(data, layout)
+    return PlainFigure.of(data, layout).figure()

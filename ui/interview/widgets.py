@@ -15,6 +15,7 @@ from content import interview_content as ic
 from specdec_core import drills as dr
 from ui.controls import set_value
 from ui.interview.figures import drill_figure
+from ui.presenter import show
 from ui.safe_text import md
 
 SCORE = "iv_score"          # {(seed, kind): bool}, the first graded verdict per drill (frozen: the solution shows)
@@ -153,7 +154,7 @@ def _solution(drill: dr.Drill, large: bool) -> None:
     with st.expander("Worked solution", expanded=True):
         st.latex(dt.formula(drill))
         st.code("\n".join(dt.solution(drill)), language=None, wrap_lines=True)
-        st.plotly_chart(drill_figure(drill, large), key=f"fig_{drill.kind}", width="stretch")
+        show(drill_figure(drill, large), key=f"fig_{drill.kind}", width="stretch")
 
 
 # ------------------------------------------------------ concept questions ----

@@ -20,6 +20,7 @@ from specdec_core.measure import Measured
 from specdec_core.repeats import CLOSE, MIN_ROUNDS, GapReading, RepeatSummary, Spread, read_gap, summarise_repeats
 from specdec_core.vllm_metrics import SpecDecodeCounts, counts_from_rounds
 from ui.live.figures import alpha_figure, length_figure, sweep_figure
+from ui.presenter import show
 
 VLLM_DEFINITIONS = (
     "vLLM reports the same rounds under other names (its spec-decode metrics): **acceptance rate** = accepted / "
@@ -237,8 +238,8 @@ def panel(m: Measured, s: RepeatSummary, counts: SpecDecodeCounts, figures: bool
                f"alpha_j (E[N] = {fmt(m.expected_tokens, 3)}); the constant fit alpha is drawn for comparison only.")
     if figures and m.rounds:
         left, right = st.columns(2)
-        left.plotly_chart(alpha_figure(m.alphas, m.reached, m.alpha_const), key=f"fig_alpha{key}")
-        right.plotly_chart(length_figure(m.length_counts, m.pmf_const, m.pmf_positional), key=f"fig_len{key}")
+        show(alpha_figure(m.alphas, m.reached, m.alpha_const), key=f"fig_alpha{key}", where=left)
+        show(length_figure(m.length_counts, m.pmf_const, m.pmf_positional), key=f"fig_len{key}", where=right)
 
 
 def race_readout(m: Measured, s: RepeatSummary, device: str) -> None:
@@ -299,7 +300,7 @@ def sweep_panel(srec: SweepRecord) -> None:
         return
     gammas = [g for g, *_ in results]
     sums = [s for _, _, s, _ in results]
-    st.plotly_chart(sweep_figure(gammas, [s.measured for s in sums], [s.predicted for s in sums]), key="fig_sweep")
+    show(sweep_figure(gammas, [s.measured for s in sums], [s.predicted for s in sums]), key="fig_sweep")
     short = [g for g, s in zip(gammas, sums) if s.short()]
     if short:
         st.warning(f"Too short for its numbers at gamma = {', '.join(map(str, short))}: {SHORT_TEXT}.")

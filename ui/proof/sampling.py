@@ -12,6 +12,7 @@ from specdec_core.mistakes import NAIVE_NORMALISATION, RuleCheck
 from specdec_core.rejection import MAX_DRAWS
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio, slider_input
+from ui.presenter import show
 from ui.proof import data as data
 
 
@@ -58,7 +59,7 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
     for side, col, c in (("left", left, checks["correct"]), ("right", right, checks[shown])):
         with col:
             law = c.law if c.defined and c.max_error > 1e-12 else None
-            st.plotly_chart(data.sampled_figure(case.p, c.empirical, law, int(n), c.label), key=f"fig_sample_{side}")
+            show(data.sampled_figure(case.p, c.empirical, law, int(n), c.label), key=f"fig_sample_{side}")
             impossible = "" if np.isfinite(c.stat) else " (a draw landed on a token that p gives probability 0)"
             st.markdown(
                 f"chi-square {data.chi2_text(c)} on {c.dof} dof{impossible}, **p-value {data.p_value_text(c)}**. "

@@ -9,6 +9,7 @@ from specdec_core import proof_cases as pc
 from specdec_core.rejection import emitted_distribution
 from ui.chart_wire import charts_last
 from ui.controls import slider_input
+from ui.presenter import show
 from ui.proof import data as data
 
 
@@ -26,9 +27,9 @@ def exact_section(case: pc.ProofCase) -> None:
     cols[2].metric("alpha - (1 - TV)", f"{d['identity_gap']:.1e}", help="Zero up to floating-point rounding.")
     cols[3].metric("max |emitted - p|", f"{d['max_error']:.1e}")
     left, right = st.columns(2)
-    left.plotly_chart(data.pq_figure(case.p, case.q), key="fig_pq")
-    right.plotly_chart(data.decomposition_figure(d["accepted"], d["resampled"], case.p), key="fig_decomp")
-    st.plotly_chart(data.areas_figure(a, tv), key="fig_areas")
+    show(data.pq_figure(case.p, case.q), key="fig_pq", where=left)
+    show(data.decomposition_figure(d["accepted"], d["resampled"], case.p), key="fig_decomp", where=right)
+    show(data.areas_figure(a, tv), key="fig_areas")
     if d["residual_empty"]:
         st.info(
             "p == q: every proposal is kept, the residual is empty and is never drawn. The core returns "
@@ -97,9 +98,9 @@ def multiposition_section() -> None:
         seed = slider_input("example seed", "mseed", 0, 999, 0, 1)
     r = data.two_positions(int(seed))
     cols = st.columns(3)
-    cols[0].plotly_chart(data.joint_figure(r["target"], "target p(t1, t2)"), key="fig_joint_p")
-    cols[1].plotly_chart(data.joint_figure(r["emitted"], "emitted, enumerated"), key="fig_joint_e")
-    cols[2].plotly_chart(data.joint_figure(r["draft"], "draft q(t1, t2), for contrast"), key="fig_joint_q")
+    show(data.joint_figure(r["target"], "target p(t1, t2)"), key="fig_joint_p", where=cols[0])
+    show(data.joint_figure(r["emitted"], "emitted, enumerated"), key="fig_joint_e", where=cols[1])
+    show(data.joint_figure(r["draft"], "draft q(t1, t2), for contrast"), key="fig_joint_q", where=cols[2])
     st.metric("max |emitted joint - target joint|", f"{r['max_error']:.1e}")
     st.caption(
         f"Acceptance differs by position and by prefix: alpha_1 = {r['alpha_1']:.3f}, and alpha_2 given "

@@ -12,6 +12,7 @@ import streamlit as st
 from specdec_core import h200_run as h200
 from specdec_core import roofline as rl
 from ui.figure_cache import cached_figure
+from ui.presenter import show
 from ui.roofline import figures as rf
 
 small_model_figure = cached_figure(rf.h200_small_model_figure)
@@ -58,9 +59,9 @@ def h200_section() -> None:
                    help=f"{h200.SMOLLM2_135M.params / 1e6:.1f}M bf16 weights at "
                         f"{rl.HARDWARE['H200 SXM'].bandwidth_tbs:g} TB/s")
     mv, cv = h200.model_v(pts, with_costs=False), h200.model_v(pts, with_costs=True)
-    st.plotly_chart(small_model_figure(pts.per_pass.tolist(), pts.tokens.tolist(), pts.v.tolist(), mv.tolist(),
-                                       cv.tolist(), h200.KNEE_V, k["ridge"], "measured points beside two models "
-                                       "at the same (T, B); hover for T and B"), key="fig_h200_small")
+    show(small_model_figure(pts.per_pass.tolist(), pts.tokens.tolist(), pts.v.tolist(), mv.tolist(),
+                            cv.tolist(), h200.KNEE_V, k["ridge"], "measured points beside two models "
+                            "at the same (T, B); hover for T and B"), key="fig_h200_small")
     vocab, meas = h200.SMOLLM2_135M.vocab, rl.H200_MEASURED
     st.markdown(
         f"**The lesson.** Reading every weight of a 135M model takes {k['read_ms'] * 1e3:.0f} us, yet a step took "

@@ -15,6 +15,7 @@ from specdec_core import steptime as stp
 from specdec_core.algebra import speedup
 from specdec_core.measured_steps import FITS, measured_curve
 from ui.controls import bound_radio
+from ui.presenter import show
 from ui.theme import OKABE_ITO, ROLE_COLOUR, new_figure
 
 FIT_NAME = "vLLM, H100, Llama-3.1-8B + EAGLE"
@@ -80,7 +81,7 @@ def measured_section(gamma: int, alpha: float, context: int) -> None:
                "Llama-3.2-1B shapes on an H100 SXM in bf16, whatever is chosen above. The fit's own round can beat the "
                "model at small batch: its EAGLE head drafts for about 0.12 of a step where the 1B draft costs 0.17, "
                "and its fixed host overhead is paid once per round, not once per token. Both take alpha as given.")
-    st.plotly_chart(measured_figure(data, int(gamma), float(alpha), int(context)), key="fig_measured")
+    show(measured_figure(data, int(gamma), float(alpha), int(context)), key="fig_measured")
     rows = {"batch": [int(x) for x in data["table_batch"]],
             "plain step, model (ms)": np.round(data["table_model_ms"], 2),
             "plain step, fit (ms)": np.round(data["table_fit_ms"], 2),

@@ -15,6 +15,7 @@ from gpu_demo.measure.probe import PROBE_SHAPES, ProbeResult, format_table, prob
 from gpu_demo.models.quant import FORMATS, quant_unavailable_reason
 from ui.chart_wire import charts_last
 from ui.controls import bound_select
+from ui.presenter import show
 from ui.roofline import figures as rf
 
 LAST = "probe_result"                 # the last result (a ProbeResult)
@@ -102,7 +103,7 @@ def probe_section() -> None:
     res = st.session_state.get(LAST)
     if res is None:
         return
-    st.plotly_chart(rf.probe_figure(res), key="fig_probe")
+    show(rf.probe_figure(res), key="fig_probe")
     cols = st.columns(4)
     cols[0].metric("Measured matmul rate", f"{res.peak_flops / 1e9:,.1f} GFLOP/s")
     cols[1].metric("Measured copy bandwidth", f"{res.bandwidth / 1e9:,.1f} GB/s")

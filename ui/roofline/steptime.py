@@ -18,6 +18,7 @@ from ui.chart_wire import charts_last
 from ui.controls import slider_input
 from ui.figure_cache import cached_figure
 from ui.hardware_picker import algebra_link, hw_from_key, pick_context, pick_shapes
+from ui.presenter import show
 from ui.roofline import figures as rf
 from ui.roofline.measured import measured_section
 
@@ -189,9 +190,9 @@ def crossing_words(hw: rl.Hardware, hw_key: tuple, mode: str, kv: str, target: s
 def figures(hw_key: tuple, mode: str, kv: str, target: str, draft: str, gamma: int, alpha: float, ctx: int,
             batch: int) -> None:
     """The speedup, kernel-split and best-gamma figures (cached by their inputs)."""
-    st.plotly_chart(speedup_fig(hw_key, mode, kv, target, draft, gamma, alpha, ctx), key="fig_speedup")
-    st.plotly_chart(split_fig(hw_key, mode, kv, target, draft, gamma, alpha, ctx), key="fig_split")
-    st.plotly_chart(best_gamma_fig(hw_key, mode, kv, target, draft, alpha, ctx, batch), key="fig_best_gamma")
+    show(speedup_fig(hw_key, mode, kv, target, draft, gamma, alpha, ctx), key="fig_speedup")
+    show(split_fig(hw_key, mode, kv, target, draft, gamma, alpha, ctx), key="fig_split")
+    show(best_gamma_fig(hw_key, mode, kv, target, draft, alpha, ctx, batch), key="fig_best_gamma")
     st.caption("The best gamma falls as the batch grows: once the linear layers are compute-bound, every drafted "
                "token is another token through the target, so v(gamma) climbs by about one decode step's worth of "
                "linear-layer compute per token. Gamma = 0 means plain decoding (1x).")

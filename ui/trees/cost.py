@@ -12,6 +12,7 @@ from specdec_core import trees as tr
 from specdec_core.tree_cost import TreeVsChain
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, bound_text, slider_input
+from ui.presenter import show
 from ui.trees import assumptions as ta
 from ui.trees import data as data
 from ui.trees.data import BATCH
@@ -68,7 +69,7 @@ def tree_section(p: np.ndarray, q: np.ndarray) -> None:
     cols[3].metric("tokens in the verify pass", f"{tr.verify_tokens(tree)}")
     st.latex(r"E[N]=1+\sum_{j\in\text{tree}}\ \prod_{i\in\text{path}(j)} a_{\mathrm{rank}(i)}")
     ta.assumptions_panel(tree, rates)
-    st.plotly_chart(data.tree_figure(tree, tr.path_probabilities(tree, rates), f"The tree: {label}"), key="fig_tree")
+    show(data.tree_figure(tree, tr.path_probabilities(tree, rates), f"The tree: {label}"), key="fig_tree")
     st.subheader("What the tree costs, and what it buys")
     c1, c2, c3 = st.columns(3)
     with c1:
@@ -98,7 +99,7 @@ def tree_section(p: np.ndarray, q: np.ndarray) -> None:
     if warn := ta.hbm_warning(target, draft, hw, mode, context, int(BATCH[i])):
         st.warning(warn)
     curves = {"tree": r.tree.speedup, f"chain of {gamma}": r.chain.speedup, "best chain (gamma per B)": r.best_speedup}
-    st.plotly_chart(data.against_batch_figure(BATCH, curves, "Speedup against batch", "speedup (x)", BATCH[i]),
+    show(data.against_batch_figure(BATCH, curves, "Speedup against batch", "speedup (x)", BATCH[i]),
                     key="fig_speedup")
     where = ("the tree stays ahead of the best chain at every batch up to 1,024" if r.tree_loses_from is None else
              f"the best chain catches up with the tree from about B = {r.tree_loses_from:.0f}")
@@ -124,9 +125,9 @@ def goodput_section(r: TreeVsChain, i: int) -> None:
     left, right = st.columns(2)
     curves = {"plain decoding": t.plain_tps, "tree (goodput)": t.goodput_tps,
               "best chain (goodput)": r.best_goodput_tps}
-    left.plotly_chart(data.against_batch_figure(BATCH, curves, "Output tokens per second, whole server",
-                                                "tokens/s", BATCH[i], one_line=False, log_y=True), key="fig_goodput")
-    right.plotly_chart(data.best_gamma_figure(BATCH, r.best_gamma, BATCH[i]), key="fig_best_gamma")
+    show(data.against_batch_figure(BATCH, curves, "Output tokens per second, whole server",
+                                   "tokens/s", BATCH[i], one_line=False, log_y=True), key="fig_goodput", where=left)
+    show(data.best_gamma_figure(BATCH, r.best_gamma, BATCH[i]), key="fig_best_gamma", where=right)
     st.markdown(
         "A server is judged by output tokens per second across all its sequences. Speculation makes the target "
         "compute positions that are then thrown away: here the verify pass computes "

@@ -11,6 +11,7 @@ from specdec_core.multidraft import NO_UPDATE, RULES
 from specdec_core.rejection import MAX_DRAWS
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, slider_input
+from ui.presenter import show
 from ui.safe_text import md
 from ui.trees import assumptions as ta
 from ui.trees import data as data
@@ -52,10 +53,10 @@ def multidraft_section(p: np.ndarray, q: np.ndarray, k: int) -> None:
     st.caption(ta.ot_caption(p, q, k, float(d["iid"][k - 1])))
     left, right = st.columns(2)
     ks = np.arange(1, data.K_PAGE + 1)
-    left.plotly_chart(data.acceptance_k_figure(ks, {"i.i.d. from q": d["iid"], "without replacement": d["wor"]}, k),
-                      key="fig_acc_k")
-    right.plotly_chart(data.laws_figure(p, q, {"exact rule's law (= p)": d["law_wor"], RULES[wrong]: d["law_wrong"]},
-                                        f"Emitted laws with k = {k}"), key="fig_laws")
+    show(data.acceptance_k_figure(ks, {"i.i.d. from q": d["iid"], "without replacement": d["wor"]}, k),
+         key="fig_acc_k", where=left)
+    show(data.laws_figure(p, q, {"exact rule's law (= p)": d["law_wor"], RULES[wrong]: d["law_wrong"]},
+                          f"Emitted laws with k = {k}"), key="fig_laws", where=right)
     st.latex(r"x_i\sim q_i,\quad \text{keep w.p. }\min\!\Big(1,\frac{r_{i-1}(x_i)}{q_i(x_i)}\Big),\quad "
              r"r_0=p,\quad r_i=\frac{(r_{i-1}-q_i)_+}{\lVert(r_{i-1}-q_i)_+\rVert_1},\quad "
              r"\text{all rejected: }y\sim r_k")

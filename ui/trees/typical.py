@@ -8,6 +8,7 @@ import streamlit as st
 
 from specdec_core import typical as ty
 from ui.controls import bound_radio, slider_input
+from ui.presenter import show
 from ui.trees import assumptions as ta
 from ui.trees import data as data
 
@@ -33,11 +34,11 @@ def typical_section(p: np.ndarray, q: np.ndarray, k: int, n: int, seed: int) -> 
     st.latex(r"\text{keep } x \text{ if } p(x) > \tau=\min\!\big(\epsilon,\ \delta\, e^{-H(p)}\big),"
              r"\qquad\text{else } y\sim p\,\mathbb{1}[p\ge\tau]\,/\,Z")
     left, right = st.columns(2)
-    left.plotly_chart(data.laws_figure(p, q, {"typical acceptance's law": law.law}, "What typical acceptance emits",
-                                       tau=law.tau), key="fig_typical")
+    show(data.laws_figure(p, q, {"typical acceptance's law": law.law}, "What typical acceptance emits",
+                          tau=law.tau), key="fig_typical", where=left)
     current = float(delta) if vary == "delta" else float(eps)
-    right.plotly_chart(data.tv_curve_figure(d["grid"], d["tv"], d["acc"], d["exact_acc"], vary, current),
-                       key="fig_tv")
+    show(data.tv_curve_figure(d["grid"], d["tv"], d["acc"], d["exact_acc"], vary, current),
+         key="fig_tv", where=right)
     checks = data.typical_checks(p, q, k, float(eps), float(delta), cand, n, seed)
     st.dataframe(data.check_rows(checks), hide_index=True, key="typ_checks")
     st.caption(f"2 rules x {n:,} positions each (seed {seed}).")
