@@ -21,7 +21,7 @@ register_template()
 
 PAGES = [
     # Home is served at /. A default page still reserves its url_path, so it takes an unused one ("index"),
-    # and a hidden alias makes /home, the path people type and the README once printed, open Home too.
+    # and a hidden alias makes /home, the path people type, open Home too.
     st.Page("views/home.py", title="Home", icon=":material/home:", url_path="index", default=True),
     st.Page("views/home.py", title="Home", icon=":material/home:", url_path="home", visibility="hidden"),
     st.Page("views/algebra.py", title="Algebra", icon=":material/functions:", url_path="algebra"),

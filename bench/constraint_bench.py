@@ -1,4 +1,4 @@
-"""Benchmark (issue 18): what a constraint does to alpha, and what the masks cost per round.
+"""Benchmark: what a constraint does to alpha, and what the masks cost per round.
 
 For each pair and preset, the same prompt is decoded speculatively with and without the constraint. Per run:
 

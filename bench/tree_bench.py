@@ -1,4 +1,4 @@
-"""Benchmark (issue 20): live token trees on the built-in pair, measured against what the tree algebra predicts.
+"""Benchmark: live token trees on the built-in pair, measured against what the tree algebra predicts.
 
 For each tree shape the same prompts are decoded by gpu_demo.tree_decode (and by plain autoregressive decoding, the
 baseline), repeats interleaved (the order reverses on odd repeats, so drift hits every shape alike). Per shape:

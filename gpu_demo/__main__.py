@@ -46,7 +46,7 @@ def _coerce(key: str, value: str, annotation: str) -> object:
             number = int(value)
         except ValueError:
             raise ValueError(f"--pair-option {key}={value}: {key} must be an integer") from None
-        if not 1 <= number <= MAX_OPTION_INT:  # lengths and n-gram sizes: 0 used to read as damaged model files
+        if not 1 <= number <= MAX_OPTION_INT:  # lengths and n-gram sizes: 0 is not a length
             raise ValueError(f"--pair-option {key}={value}: {key} must be in 1 to {MAX_OPTION_INT}")
         return number
     return value
@@ -104,7 +104,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def _add_constraint(p: argparse.ArgumentParser) -> None:
-    """--regex R | --json-schema FILE | --lark FILE (issue 18: constrained decoding with llguidance)."""
+    """--regex R | --json-schema FILE | --lark FILE (constrained decoding with llguidance)."""
     grp = p.add_mutually_exclusive_group()
     grp.add_argument("--regex", metavar="R", help="constrain the generated text to match the regular expression R")
     grp.add_argument("--json-schema", metavar="FILE", help="constrain the generated text to JSON valid under FILE")
@@ -187,7 +187,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         f"{'no draft (gamma 0)' if math.isnan(alpha) else f'alpha {alpha:.3f}'} | {n_tok / dec_s:.0f} tokens/s | "
         f"load {load_s:.2f} s"
     )
-    if not math.isnan(alpha):  # issue 15: vLLM's names for the same rounds
+    if not math.isnan(alpha):  # vLLM's names for the same rounds
         from specdec_core.vllm_metrics import counts_from_rounds
 
         vl = counts_from_rounds([e.k for e in res.events], [e.n_accepted for e in res.events], args.gamma)
@@ -233,12 +233,12 @@ def cmd_train(args: argparse.Namespace) -> int:
             stop_after=args.stop_after,
             distill_steps=args.distill_steps,
         )
-    if "smollm2-draft" in args.which:  # issue 7: distil the SmolLM2 draft (gpu_demo.training.smollm2_draft)
+    if "smollm2-draft" in args.which:  # distil the SmolLM2 draft (gpu_demo.training.smollm2_draft)
         from gpu_demo.training.smollm2_draft import SmolDraftConfig, train
 
         cfg = SmolDraftConfig(seed=args.seed, **({"steps": args.steps} if args.steps else {}))
         print(json.dumps(train(cfg, out)["final"], indent=1))
-    if "smollm2-eagle" in args.which:  # issue 19: the feature-level draft (gpu_demo.training.eagle)
+    if "smollm2-eagle" in args.which:  # the feature-level draft (gpu_demo.training.eagle)
         from gpu_demo.training.eagle import EagleTrainConfig, train_logged
 
         ecfg = EagleTrainConfig(seed=args.seed, **({"steps": args.steps} if args.steps else {}))

@@ -13,7 +13,7 @@ figure's own values win), plain lists, and a datarevision that is a hash of the 
 Streamlit's theme (which adds a template back; the app's look is the app template's, see ui.theme).
 
 Within ``charts_last()`` (the pages' fragments) a chart keeps its place as an empty container and is sent when the
-block ends. A page draws the charts a run sends (25-40 ms each on this machine) as they arrive, so a chart sent
+block ends. A page draws the charts a run sends as they arrive (each takes the browser tens of ms), so a chart sent
 early in a run makes the browser draw while the server still works on the rest: on two cores the two then share the
 CPU, and the page hears of the run's end only once that drawing is done. Sent last, the charts arrive together with
 the run's end. The container keeps the previous chart on screen until the new one replaces it, as before.

@@ -1,10 +1,9 @@
 """Figures through st.cache_data: a builder's figure is kept as the spec the browser is sent (ui.chart_wire), keyed
 by the builder and its inputs.
 
-Plotly validates every property when a figure is built (a few hundred ms for a small bar chart on a busy 2-core
-machine) and again when one is unpickled, so caching the go.Figure itself saves little. The dict pickles in
-microseconds; it is handed back as a WireFigure, which st.plotly_chart sends without building a go.Figure from it
-again (that copy was 11 ms of /trees's vocab step for six figures, py-spy).
+Plotly validates every property when a figure is built and again when one is unpickled, so caching the go.Figure
+itself saves little. The dict pickles cheaply; it is handed back as a WireFigure, which presenter.show sends without
+building a go.Figure from it again.
 """
 
 from __future__ import annotations

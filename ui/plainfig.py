@@ -1,7 +1,7 @@
 """Figures built as plain dicts, without Plotly's per-property validation, for figures rebuilt on a slider step.
 
-Plotly validates every property as a figure is built: 5-40 ms a figure on this 2-core machine, and py-spy found it
-half of a /trees or /proof step's script time. ``PlainFigure`` takes the same calls as a ``go.Figure`` (``add_bar``,
+Plotly validates every property as a figure is built, which costs a slider step more than the rest of its script
+on /trees and /proof. ``PlainFigure`` takes the same calls as a ``go.Figure`` (``add_bar``,
 ``add_scatter``, ``add_heatmap``, ``update_layout``, ``update_xaxes``, ``add_vline``, ``add_hline``,
 ``add_annotation``, Plotly's magic underscores such as ``marker_color``) and writes them into dicts; ``figure()``
 wraps the dicts in a go.Figure without validating them. Inside ``validating()`` the same calls replay on a real,

@@ -60,7 +60,7 @@ def _decode_all(pair: Pair, prompts: Sequence[list[int]], n_new: int, sampling: 
     """Autoregressive (gamma None) or speculative runs over every prompt; wall time without prefill."""
     secs, toks, evs = 0.0, 0, []
     for i, ids in enumerate(prompts):
-        c = constraints[i] if constraints else None  # issue 18: one constraint per prompt (its prefix may differ)
+        c = constraints[i] if constraints else None  # one constraint per prompt (its prefix may differ)
         if gamma is None:
             gen = autoregressive(pair.target, ids, n_new, sampling, seed=seed + i, topk=5, constraint=c)
         else:

@@ -2,10 +2,9 @@
 
 Figures are built in one ``go.Figure(data, layout)`` call on the app template (the Plotly default once
 ``ui.theme.register_template()`` has run). ``ui.theme.new_figure`` would give the same look, but it
-re-validates the whole template three times per figure (about 35 ms each, measured), and this page
-draws four figures on every slider move. The three a slider step redraws are built from plain dicts without
-Plotly's property validation (ui.plainfig.PlainFigure; 9 -> 1.2 ms a figure here, and validation was a fifth of a
-step's server time under a browser's load); tests/test_algebra_figures.py checks they validate.
+re-validates the whole template three times per figure, and this page draws four figures on every slider move.
+The three a slider step redraws are built from plain dicts without Plotly's property validation
+(ui.plainfig.PlainFigure); tests/test_algebra_figures.py checks they validate.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The live page's constrained-decoding section (issue 18): a grammar masks both laws, the parser rolls back.
+"""The live page's constrained-decoding section: a grammar masks both laws, the parser rolls back.
 
 A request is the page's pair, gamma, sampling and seed plus a constraint (a preset, or a regex / JSON schema /
 Lark grammar typed in). It runs speculatively under the constraint, once more without it on the same prompt

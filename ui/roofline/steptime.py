@@ -1,8 +1,8 @@
 """The roofline page's step-time section: c(B), v(B), speedup(B), the best gamma, where it crosses 1, the figures.
 
-One job per function (issue 28): the assumptions, the workload controls, the point readouts, the words about
-the verify pass, the crossing and memory sentence, the figures. ``steptime_section`` is an ``st.fragment``
-(issue 26): its own controls (shapes, context, alpha) rerun it alone, with the hardware, precision, gamma and
+One job per function: the assumptions, the workload controls, the point readouts, the words about
+the verify pass, the crossing and memory sentence, the figures. ``steptime_section`` is an ``st.fragment``:
+its own controls (shapes, context, alpha) rerun it alone, with the hardware, precision, gamma and
 batch its caller last passed in. Numbers come from specdec_core.steptime, cached by their inputs.
 """
 
