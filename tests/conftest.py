@@ -58,8 +58,17 @@ def _chromium_path() -> str | None:
     return None
 
 
+@pytest.fixture(scope="session", autouse=True)
+def builtin_assets() -> str:
+    """The live page's built-in pair for every page run and for the session's server, set up before either starts:
+    'real' when the trained pair ships, else a tiny untrained pair exported through its environment variable."""
+    from live_support import ensure_builtin_assets
+
+    return ensure_builtin_assets()
+
+
 @pytest.fixture(scope="session")
-def streamlit_url() -> Iterator[str]:
+def streamlit_url(builtin_assets: str) -> Iterator[str]:
     """Start `streamlit run app.py` on a free loopback port; yield its URL; stop it afterwards."""
     with streamlit_server("streamlit-server.log") as (url, _proc):
         yield url

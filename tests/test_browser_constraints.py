@@ -9,9 +9,7 @@ import json
 
 import pytest
 from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
-from live_support import ensure_builtin_assets
 
-ensure_builtin_assets()  # at import, before the session's server starts and inherits the env
 pytestmark = pytest.mark.browser
 
 

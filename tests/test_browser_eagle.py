@@ -10,9 +10,7 @@ from urllib.parse import quote
 
 import pytest
 from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
-from live_support import ensure_builtin_assets
 
-ensure_builtin_assets()  # at import, before the session's server starts and inherits the env
 pytestmark = pytest.mark.browser
 
 CHAT = "How do bees make honey?"

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import pytest
 from browser_helpers import assert_no_error, type_number, wait_for_app
-from live_support import ensure_builtin_assets
 
-ASSETS_KIND = ensure_builtin_assets()  # at import, before the session's server starts and inherits the env
 pytestmark = pytest.mark.browser
 
 # page -> (widget key class, value typed there); every page also has a setting named gamma or seed or mode

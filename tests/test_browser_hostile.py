@@ -13,9 +13,7 @@ from urllib.parse import quote, urlparse
 
 import pytest
 from browser_helpers import RUN_TIMEOUT_MS, open_page, screenshot, wait_for_app
-from live_support import ensure_builtin_assets
 
-ASSETS_KIND = ensure_builtin_assets()  # at import, before the session's server starts and inherits the env
 pytestmark = pytest.mark.browser
 
 EVIL = "evil.example"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
-from live_support import ensure_builtin_assets
 
-ASSETS_KIND = ensure_builtin_assets()  # at import, before the session's server starts and inherits the env
 pytestmark = pytest.mark.browser
 
 from ui.theme import KIND_STYLE  # noqa: E402

@@ -9,11 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from live_support import ensure_builtin_assets
 
-ensure_builtin_assets()  # before any page run: the server-side loader reads the env var
-
-from gpu_demo import constraints as C  # noqa: E402
+from gpu_demo import constraints as C
 
 PAGE = "views/live.py"
 

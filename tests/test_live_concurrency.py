@@ -19,16 +19,13 @@ import pytest
 import torch
 from browser_helpers import open_page, screenshot, wait_for_app
 from doubles import streamlit_server
-from live_support import ensure_builtin_assets
 
-ASSETS_KIND = ensure_builtin_assets()
-
-from gpu_demo.decode import autoregressive, speculative  # noqa: E402
-from gpu_demo.drafters import ModelDrafter  # noqa: E402
-from gpu_demo.live import queue as lq  # noqa: E402
-from gpu_demo.live.queue import TurnQueue  # noqa: E402
-from gpu_demo.models.char import CharConfig, CharTransformer, WindowConfig, WindowMLP  # noqa: E402
-from gpu_demo.sampler import SamplingConfig  # noqa: E402
+from gpu_demo.decode import autoregressive, speculative
+from gpu_demo.drafters import ModelDrafter
+from gpu_demo.live import queue as lq
+from gpu_demo.live.queue import TurnQueue
+from gpu_demo.models.char import CharConfig, CharTransformer, WindowConfig, WindowMLP
+from gpu_demo.sampler import SamplingConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 GREEDY = SamplingConfig(temperature=0.0)

@@ -13,16 +13,14 @@ import math
 import re
 
 import pytest
-from live_support import ALPHABET, BAD_CHARS, ensure_builtin_assets
+from live_support import ALPHABET, BAD_CHARS
 
-ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side loader reads the env var
-
-from gpu_demo.measure.stats import alpha_per_position, overall_alpha  # noqa: E402
-from specdec_core import algebra as alg  # noqa: E402
-from ui.live import export as lx  # noqa: E402
-from ui.live.panel import measure_record, sweep_results  # noqa: E402
-from ui.live.tokens import TARGET_STYLE  # noqa: E402
-from ui.theme import KIND_STYLE  # noqa: E402
+from gpu_demo.measure.stats import alpha_per_position, overall_alpha
+from specdec_core import algebra as alg
+from ui.live import export as lx
+from ui.live.panel import measure_record, sweep_results
+from ui.live.tokens import TARGET_STYLE
+from ui.theme import KIND_STYLE
 
 PAGE = "views/live.py"
 SHORT = dict(maxnew="40", gamma="3", seed="7", repeats="1")  # one repeat: the checks below are per run

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import time
 
-from live_support import ensure_builtin_assets
-
-ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side loader reads the env var
-
-from ui.live import controls as lc  # noqa: E402
+from ui.live import controls as lc
 
 PAGE = "views/live.py"
 

@@ -12,14 +12,11 @@ import math
 import statistics
 
 import pytest
-from live_support import ensure_builtin_assets
 
-ASSETS_KIND = ensure_builtin_assets()  # before any page run: the server-side loader reads the env var
-
-from gpu_demo.measure.stats import measure_events  # noqa: E402
-from specdec_core import measure as ms  # noqa: E402
-from specdec_core.repeats import summarise_repeats  # noqa: E402
-from ui.live import panel as lp  # noqa: E402
+from gpu_demo.measure.stats import measure_events
+from specdec_core import measure as ms
+from specdec_core.repeats import summarise_repeats
+from ui.live import panel as lp
 
 PAGE = "views/live.py"
 

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import re
 
-from live_support import ensure_builtin_assets
-
-ensure_builtin_assets()
-
-from ui.live.panel import cpu_v_note  # noqa: E402
+from ui.live.panel import cpu_v_note
 
 PAGE = "views/live.py"
 

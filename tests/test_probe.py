@@ -121,3 +121,18 @@ def test_probe_on_fp16_weights_models_two_bytes_per_weight():
     assert "fp16, 2 bytes each" in format_table(res)
     with pytest.raises(ValueError, match="weights must be one of"):
         run_to_end(probe(TINY, device="cpu", weights="int3"))
+
+
+def test_the_probe_restores_torchs_thread_count():
+    """threads= applies while the probe runs; torch's process-wide count is back afterwards, also when a caller
+    abandons the probe after its first event (the live page's Stop)."""
+    before = torch.get_num_threads()
+    other = 1 if before != 1 else 2
+    seen = []
+    gen = probe(TINY, device="cpu", max_tokens=4, budget_s=1.0, threads=other)
+    next(gen)
+    seen.append(torch.get_num_threads())
+    gen.close()
+    assert seen == [other] and torch.get_num_threads() == before
+    run_to_end(probe(TINY, device="cpu", max_tokens=4, budget_s=1.0, threads=other))
+    assert torch.get_num_threads() == before

@@ -150,11 +150,22 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
           seed: int = 0, threads: int | None = None, weights: str = "float32") -> Iterator[ProbeEvent]:
     """Measure ceilings, then time the stack at T = 1, 2, 4, ... <= max_tokens within about budget_s.
 
-    threads: CPU threads for torch (None keeps torch's setting); ceilings are measured with the same count.
+    threads: CPU threads for torch while the probe runs (None keeps torch's setting); ceilings are measured with
+    the same count, and torch's process-wide count is restored when the probe ends or is abandoned.
     weights: the linears' weight format (gpu_demo.models.quant.FORMATS; on a CPU). The model reads that many
     bytes per weight at the measured copy bandwidth and computes at the measured float32 matmul rate, so its
     knee K = peak x bytes / (2 x bandwidth) halves with each halving of the bytes (the seed's claim).
     """
+    before = torch.get_num_threads()
+    try:
+        yield from _probe(shape, device, max_tokens, budget_s, seed, threads, weights)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _probe(shape: ProbeShape, device: str, max_tokens: int, budget_s: float | None, seed: int, threads: int | None,
+           weights: str) -> Iterator[ProbeEvent]:
+    """probe's body: torch's thread count is set here and restored by probe."""
     if weights not in FORMATS:
         raise ValueError(f"weights must be one of {', '.join(FORMATS)}; got {weights!r}")
     if max_tokens < 2:
