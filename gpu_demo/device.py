@@ -14,6 +14,11 @@ import torch
 DEVICES = ("auto", "cpu", "cuda")
 
 
+def gpu_name() -> str | None:
+    """The first CUDA GPU's name, or None when PyTorch sees no GPU."""
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
 def default_device() -> torch.device:
     """CUDA when PyTorch sees a GPU, else CPU."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -16,5 +16,5 @@ def test_every_pair_on_a_device_shares_the_probe_queue() -> None:
 
 
 def test_the_roofline_probe_takes_the_device_turn() -> None:
-    src = (Path(__file__).resolve().parents[1] / "ui" / "roofline_probe.py").read_text()  # the probe section
+    src = (Path(__file__).resolve().parents[1] / "ui" / "roofline" / "probe.py").read_text()  # the probe section
     assert "device_queue(" in src and ".turn(" in src and "probe_lock" not in src

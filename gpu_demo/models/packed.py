@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gpu_demo.models.linears import swap_linears, unswap_linears
+
 
 def packing_available() -> bool:
     """True where torch was built with oneDNN (mkldnn) and its CPU linear ops exist."""
@@ -127,24 +129,9 @@ class PackedLinear(nn.Module):
 
 def pack_linears(module: nn.Module, min_rows: int, dtype: torch.dtype = torch.float32) -> int:
     """Every bias-free CPU float32 nn.Linear under `module` -> a PackedLinear over the same weight; returns how many."""
-    n = 0
-    for name, child in module.named_children():
-        if isinstance(child, nn.Linear) and child.bias is None and child.weight.device.type == "cpu" \
-                and child.weight.dtype == torch.float32:
-            setattr(module, name, PackedLinear.from_linear(child, min_rows, dtype))
-            n += 1
-        elif not isinstance(child, PackedLinear):
-            n += pack_linears(child, min_rows, dtype)
-    return n
+    return swap_linears(module, lambda _name, lin: PackedLinear.from_linear(lin, min_rows, dtype), PackedLinear)
 
 
 def unpack_linears(module: nn.Module) -> int:
     """Undo pack_linears: every PackedLinear back to the nn.Linear it wraps; returns how many."""
-    n = 0
-    for name, child in module.named_children():
-        if isinstance(child, PackedLinear):
-            setattr(module, name, child.plain())
-            n += 1
-        else:
-            n += unpack_linears(child)
-    return n
+    return unswap_linears(module, PackedLinear)

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gpu_demo.models.linears import swap_linears, unswap_linears
 from gpu_demo.models.ort_blocks import Q4Map, Q8Map, ort_linear, q8_dequant, q8_from_float
 
 FORMATS = ("float32", "fp16", "int8", "int4")  # weight formats of a CPU target, most bytes first
@@ -287,32 +288,17 @@ def fused(fmt: str, maps: list[QuantLinear]) -> tuple[QuantLinear, ...]:
     return (out,)  # a tuple: not a submodule, not in the state dict
 
 
-def quantize_linears(module: nn.Module, fmt: str, q4: dict[str, tuple[torch.Tensor, ...]] | None = None,
-                     prefix: str = "") -> int:
+def quantize_linears(module: nn.Module, fmt: str, q4: dict[str, tuple[torch.Tensor, ...]] | None = None) -> int:
     """Every bias-free CPU float32 nn.Linear under `module` -> a QuantLinear in `fmt`; returns how many.
 
     q4 maps a linear's qualified name to its int4 blocks (q, d, m) (the GGUF's own); others are quantised here.
     """
-    n = 0
-    for name, child in module.named_children():
-        full = f"{prefix}{name}"
-        if isinstance(child, nn.Linear) and child.bias is None and child.weight.device.type == "cpu" \
-                and child.weight.dtype == torch.float32:
-            blocks = (q4 or {}).get(f"{full}.weight") if fmt == "int4" else None
-            setattr(module, name, QuantLinear(fmt, child.weight, blocks))
-            n += 1
-        elif not isinstance(child, QuantLinear):
-            n += quantize_linears(child, fmt, q4, f"{full}.")
-    return n
+    def make(name: str, lin: nn.Linear) -> QuantLinear:
+        return QuantLinear(fmt, lin.weight, (q4 or {}).get(f"{name}.weight") if fmt == "int4" else None)
+
+    return swap_linears(module, make, QuantLinear)
 
 
 def dequantize_linears(module: nn.Module) -> int:
     """Undo quantize_linears: every QuantLinear back to the nn.Linear over its float32 weight; returns how many."""
-    n = 0
-    for name, child in module.named_children():
-        if isinstance(child, QuantLinear):
-            setattr(module, name, child.plain())
-            n += 1
-        else:
-            n += dequantize_linears(child)
-    return n
+    return unswap_linears(module, QuantLinear)

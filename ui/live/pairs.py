@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import streamlit as st
-import torch
 
 from gpu_demo import pairs as gp
+from gpu_demo.device import gpu_name
 from gpu_demo.live.queue import CPU_DECODE_THREADS, decode_threads, device_queue
 from gpu_demo.live.runner import SharedPair
 
@@ -25,8 +25,8 @@ WEB_HF_REASON = ("not available on this page: it runs models that the server's o
 
 def device_choices() -> tuple[list[str], str]:
     """Devices offered ("auto" first) and a sentence saying what auto picks and why."""
-    if torch.cuda.is_available():
-        name = torch.cuda.get_device_name(0)
+    name = gpu_name()
+    if name is not None:
         return ["auto", "cuda", "cpu"], f"auto picks CUDA: PyTorch sees the GPU **{name}**."
     return ["auto", "cpu", "cuda"], (
         "auto picks the CPU: PyTorch sees no CUDA GPU here (`torch.cuda.is_available()` is False), so both "
@@ -91,5 +91,5 @@ def get_pair(name: str, device: str) -> SharedPair:
 def device_name(sp: SharedPair) -> str:
     """Human name of the device the pair sits on."""
     if sp.device == "cuda":
-        return f"cuda ({torch.cuda.get_device_name(0)})"
+        return f"cuda ({gpu_name()})"
     return f"cpu ({CPU_DECODE_THREADS} thread{'s' if CPU_DECODE_THREADS > 1 else ''})"
