@@ -45,17 +45,20 @@ FEATURE_REUSE = (
 )
 
 
+_SMOLLM2 = LlamaConfig()  # the target the defaults match: SmolLM2-135M's shape lives in LlamaConfig's defaults
+
+
 @dataclass(frozen=True)
 class EagleConfig:
     """Shape of the head: the target's width, heads and RoPE; the FFN width and the proposable subset size."""
 
-    dim: int = 576
-    n_heads: int = 9
-    n_kv_heads: int = 3
-    hidden_dim: int = 1536
-    norm_eps: float = 1e-5
-    rope_base: float = 100000.0
-    vocab_size: int = 49152
+    dim: int = _SMOLLM2.dim
+    n_heads: int = _SMOLLM2.n_heads
+    n_kv_heads: int = _SMOLLM2.n_kv_heads
+    hidden_dim: int = _SMOLLM2.hidden_dim
+    norm_eps: float = _SMOLLM2.norm_eps
+    rope_base: float = _SMOLLM2.rope_base
+    vocab_size: int = _SMOLLM2.vocab_size
     n_out: int = 8192  # |S|: token ids the draft can propose (q = 0 elsewhere)
 
     def block_config(self) -> LlamaConfig:
