@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_demo.flags import CliParser, add_json, parse
+from gpu_demo.flags import CliParser, add_json, int_in, parse
 from gpu_demo.reports import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,10 +72,14 @@ def page_rerun_factory() -> Callable[[], None]:
     at.run()
     at.switch_page("views/algebra.py").run()
     values = iter(np.round(np.linspace(0.30, 0.95, 1000), 4))  # a new alpha each time: no cache hits
+    from ui.controls import widget_key
+
+    key = widget_key("alpha", "algebra")  # the bound number box; its slider mirrors it
 
     def rerun() -> None:
-        at.slider(key="alpha__slider").set_value(float(next(values))).run()
-        assert not at.exception
+        at.number_input(key=key).set_value(float(next(values))).run()
+        if at.exception:
+            raise RuntimeError(f"the algebra page raised: {at.exception[0].message}")
 
     return rerun
 
@@ -96,9 +100,12 @@ def row(name: str, ts: list[float], target: float, what: str) -> dict:
 
 def main() -> None:
     ap = CliParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--repeats", type=int_in(1, 10_000), default=20)
+    ap.add_argument("--quick", action="store_true", help="one timed call each, no page warm-up (a smoke run)")
     add_json(ap)
     args = parse(ap)
+    if args.quick:
+        args.repeats = 1
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None  # other jobs share the 2 cores
 
     rows = [
@@ -117,7 +124,7 @@ def main() -> None:
         row("monte_carlo", timings(monte_carlo, args.repeats), 0.2, f"{MC_STEPS:,} steps at gamma {MC_GAMMA}"),
         row(
             "page_rerun",
-            timings(page_rerun_factory(), args.repeats, warmup=3),
+            timings(page_rerun_factory(), args.repeats, warmup=0 if args.quick else 3),
             0.3,
             "AppTest: alpha slider moved, algebra page rerun",
         ),

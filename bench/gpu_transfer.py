@@ -17,6 +17,9 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from gpu_demo.reports import check_out_dir, check_output_file
+
 MANIFEST = "MANIFEST.json"
 CHUNK = 1 << 20
 
@@ -34,7 +37,7 @@ def split(src: Path, out: Path, part_bytes: int) -> dict:
     """src -> out/NAME.partK (each <= part_bytes) + out/MANIFEST.json; returns the manifest."""
     if part_bytes < 1:
         raise ValueError(f"part size must be at least 1 byte; got {part_bytes}")
-    out.mkdir(parents=True, exist_ok=True)
+    check_out_dir(out, flag="--out")
     parts = []
     with src.open("rb") as f:
         k = 0
@@ -58,7 +61,7 @@ def join(manifest_path: Path, dest: Path) -> Path:
             raise ValueError(f"part {p['name']} is missing: carry it in this run or the one before")
         if part.stat().st_size != p["bytes"] or sha256(part) != p["sha256"]:
             raise ValueError(f"part {p['name']} does not match its checksum: copy it again")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    check_output_file(dest, force=True, flag="--dest")
     tmp = dest.with_name(dest.name + ".joining")
     with tmp.open("wb") as f:
         for p in manifest["parts"]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from gpu_demo.flags import CliParser, add_device, add_json, add_threads, parse
-from gpu_demo.reports import write_report
+from gpu_demo.reports import RefusedPath, check_output_file, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,6 +88,14 @@ def main() -> None:
     ap.add_argument("--html", type=Path)
     ap.add_argument("--png", type=Path)
     args = parse(ap)
+    try:  # the figure paths go through the same guard as --json, before any work
+        for flag, path in (("--html", args.html), ("--png", args.png)):
+            if path is not None:
+                check_output_file(path, args.force, flag)
+        if args.png is not None and args.html is None:
+            check_output_file(args.png.with_suffix(".html"), args.force, "--png")
+    except RefusedPath as exc:
+        ap.error(str(exc))
 
     print("Roofline model, not a measurement (datasheet dense peaks):")
     print(seed_table(), "\n")

@@ -8,29 +8,41 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from engines.client import Endpoint, EngineError, recognise
 from engines.embedded import KINDS, MAX_GAMMA, RULES, EngineUnavailable, Mode, stop_all
-from engines.workload import Workload, as_dict, run_embedded, run_workload, table
+from engines.workload import (
+    MAX_PROMPTS,
+    MAX_TOKENS,
+    MAX_URL_GAMMA,
+    Workload,
+    as_dict,
+    run_embedded,
+    run_workload,
+    table,
+)
+from gpu_demo.flags import CliParser, add_json, float_in, int_in
 from gpu_demo.reports import check_report_path, write_report
+from specdec_core.repeats import MAX_REPEATS
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m engines", description=__doc__.splitlines()[0])
+    """The flags, each checked by gpu_demo.flags' types: a bad value is one line and exit 2, before any work."""
+    ap = CliParser(prog="python -m engines", description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=[k for k in KINDS if k != "none"], default="self")
-    ap.add_argument("--gamma", type=int, default=4, help=f"draft tokens per round, 1..{MAX_GAMMA}")
+    ap.add_argument("--gamma", type=int_in(1, MAX_URL_GAMMA), default=4,
+                    help=f"draft tokens per round: 1..{MAX_GAMMA} for the embedded server, 1..{MAX_URL_GAMMA} --url")
     ap.add_argument("--rule", choices=RULES, default="greedy", help="draft rule: sample-and-compare or min(1, p/q)")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--prompts", type=int, default=8, help="the first N committed chat prompts")
-    ap.add_argument("--tokens", type=int, default=64, help="new tokens per prompt")
-    ap.add_argument("--temperature", type=float, default=0.0)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--threads", type=int_in(1, 16), default=1)
+    ap.add_argument("--prompts", type=int_in(1, MAX_PROMPTS), default=8, help="the first N committed chat prompts")
+    ap.add_argument("--tokens", type=int_in(1, MAX_TOKENS), default=64, help="new tokens per prompt")
+    ap.add_argument("--temperature", type=float_in(0.0, 2.0), default=0.0)
+    ap.add_argument("--repeats", type=int_in(1, MAX_REPEATS), default=2)
     ap.add_argument("--url", help="a running vLLM / SGLang / llama.cpp / TensorRT-LLM server (must be allow-listed)")
     ap.add_argument("--base-url", help="the same model without speculation, for the measured speedup")
-    ap.add_argument("--c", type=float, default=0.0, help="with --url: the draft's cost per token in target steps")
-    ap.add_argument("--json", metavar="PATH", type=Path, help="also write the result as JSON (not inside a package)")
-    ap.add_argument("--force", action="store_true", help="replace an existing --json file that is not our report")
+    ap.add_argument("--c", type=float_in(0.0, 100.0), default=0.0,
+                    help="with --url: the draft's cost per token in target steps")
+    add_json(ap)
     return ap.parse_args(argv)
 
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +29,28 @@ from specdec_core.vllm_counts import SpecDecodeCounts, VllmRates, difference
 Reading = SpecDecodeCounts | VllmRates
 MAX_TOKENS = 256
 MAX_PROMPTS = 10
+MAX_URL_GAMMA = 64        # draft lengths a server may be told it runs (vLLM's num_speculative_tokens, ...)
+MAX_RUNS = 2              # workloads running at once in this process (each holds a page session and a server)
+WORKLOAD_DEADLINE_S = 600.0
+_RUNS = threading.BoundedSemaphore(MAX_RUNS)
+
+
+@contextmanager
+def run_slot():
+    """Hold one of the MAX_RUNS slots for a workload; EngineError at once when all are taken."""
+    if not _RUNS.acquire(blocking=False):
+        raise EngineError(f"{MAX_RUNS} workloads are already running on this server; try again when one finishes.")
+    try:
+        yield
+    finally:
+        _RUNS.release()
+
+
+def check_gamma(gamma: object, hi: int = MAX_URL_GAMMA) -> int:
+    """gamma if it is an integer draft length in [1, hi], else ValueError (before anything is sized by it)."""
+    if isinstance(gamma, bool) or not isinstance(gamma, int) or not 1 <= gamma <= hi:
+        raise ValueError(f"gamma must be an integer draft length in [1, {hi}]; got {gamma!r}")
+    return gamma
 
 
 def chat_prompts() -> tuple[str, ...]:
@@ -79,18 +104,22 @@ class SideRun:
         return self.tokens / self.wall_s if self.wall_s > 0 else math.nan
 
 
-def run_side(endpoint: Endpoint, engine: str, work: Workload, speculative: bool) -> SideRun:
-    """Send every prompt once; for the speculative side, scrape the counters before and after and difference them."""
-    before = scrape(endpoint, engine, empty_ok=True) if speculative else None
-    n0 = counter(endpoint, "llamacpp:n_decode_total") if engine == "llamacpp" else None
-    done = tuple(chat(endpoint, p, work.max_tokens, work.temperature, work.seed + i)
+def run_side(endpoint: Endpoint, engine: str, work: Workload, speculative: bool,
+             deadline: float | None = None) -> SideRun:
+    """Send every prompt once; for the speculative side, scrape the counters before and after and difference them.
+    Every request must finish before deadline (time.monotonic()), when given."""
+    before = scrape(endpoint, engine, empty_ok=True, deadline=deadline) if speculative else None
+    n0 = counter(endpoint, "llamacpp:n_decode_total", deadline) if engine == "llamacpp" else None
+    done = tuple(chat(endpoint, p, work.max_tokens, work.temperature, work.seed + i, deadline=deadline)
                  for i, p in enumerate(work.prompts()))
-    n1 = counter(endpoint, "llamacpp:n_decode_total") if engine == "llamacpp" else None
+    n1 = counter(endpoint, "llamacpp:n_decode_total", deadline) if engine == "llamacpp" else None
     counts = None
     if speculative:
-        after = scrape(endpoint, engine, empty_ok=True)
+        after = scrape(endpoint, engine, empty_ok=True, deadline=deadline)
         counts = _interval(after, before)
-    passes = int(n1 - n0) if n0 is not None and n1 is not None else None
+    passes = n1 - n0 if n0 is not None and n1 is not None else None
+    if passes is not None and passes < 0:
+        raise EngineError("llamacpp:n_decode_total went down during the run: was the server restarted?")
     return SideRun(done, counts, passes)
 
 
@@ -101,7 +130,7 @@ def _interval(after: Reading, before: Reading) -> Reading:
         return after
     try:
         return difference(after, before)
-    except ValueError as exc:
+    except (ValueError, ArithmeticError) as exc:
         raise EngineError(str(exc)) from None
 
 
@@ -166,16 +195,24 @@ def _pool(runs: tuple[SideRun, ...]) -> SpecDecodeCounts | VllmRates | None:
 
 
 def run_workload(spec: Endpoint, engine: str, work: Workload, gamma: int, c: float,
-                 base: Endpoint | None = None, v: float = 1.0, config: dict | None = None) -> WorkloadResult:
-    """Interleaved repeats of both sides (A B B A); base None measures the speculative side alone."""
+                 base: Endpoint | None = None, v: float = 1.0, config: dict | None = None,
+                 deadline_s: float = WORKLOAD_DEADLINE_S) -> WorkloadResult:
+    """Interleaved repeats of both sides (A B B A); base None measures the speculative side alone.
+
+    The whole run finishes within deadline_s seconds or is one EngineError; at most MAX_RUNS run at once."""
+    check_gamma(gamma)
+    if not (isinstance(c, (int, float)) and math.isfinite(c) and 0.0 <= c <= 100.0):
+        raise ValueError(f"c must be a number in [0, 100] (draft cost per token in target steps); got {c!r}")
+    deadline = time.monotonic() + deadline_s
     spec_runs, base_runs = [], []
-    for base_first in race_order(work.repeats):
-        order = [False, True] if not base_first else [True, False]
-        for is_base in order:
-            if is_base and base is not None:
-                base_runs.append(run_side(base, engine, work, speculative=False))
-            elif not is_base:
-                spec_runs.append(run_side(spec, engine, work, speculative=True))
+    with run_slot():
+        for base_first in race_order(work.repeats):
+            order = [False, True] if not base_first else [True, False]
+            for is_base in order:
+                if is_base and base is not None:
+                    base_runs.append(run_side(base, engine, work, speculative=False, deadline=deadline))
+                elif not is_base:
+                    spec_runs.append(run_side(spec, engine, work, speculative=True, deadline=deadline))
     pooled = _pool(tuple(spec_runs))
     if isinstance(pooled, SpecDecodeCounts) and pooled.num_drafts == 0:
         raise EngineError("The server drafted nothing during the run: is speculative decoding enabled on it (for a "

@@ -325,6 +325,8 @@ def _validate(kind: str, grammar: str, tokenizer, limit_s: float | None) -> str:
     except compile_worker.CompileTimeout:
         raise ConstraintError(f"the {kind} took longer than {limit:g} s to compile (the time limit; it keeps the "
                               "shared server responsive): simplify it") from None
+    except compile_worker.CompileBusy as exc:
+        raise ConstraintError(f"the {kind} was not compiled: {exc}") from None
 
 
 def build(

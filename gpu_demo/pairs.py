@@ -226,6 +226,10 @@ def load_builtin(device: torch.device, dtype: torch.dtype | None = None, assets:
         draft, dmeta = load_char_model(assets, "draft", device, dtype)
     except Exception as exc:  # the readers' own messages do not say which file
         raise damaged(_builtin_files(Path(assets)), exc) from exc
+    for name, meta in (("target", tmeta), ("draft", dmeta)):
+        vocab = meta.get("vocab") if isinstance(meta, dict) else None
+        if not isinstance(vocab, str) or not vocab:
+            raise DamagedFile(f"{Path(assets) / name}.json: it has no 'vocab' (the model's alphabet as a string)")
     if tmeta["vocab"] != dmeta["vocab"]:
         raise ValueError("built-in target and draft were trained with different alphabets")
     tok = CharTokenizer(tmeta["vocab"])

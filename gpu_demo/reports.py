@@ -20,6 +20,7 @@ MARKER = "specdec_lab_report"  # the key every report we write carries; its valu
 PACKAGES = ("gpu_demo", "specdec_core", "ui", "content", "views", "engines")
 MAX_REPORT_BYTES = 64 * 2**20  # an existing file larger than this is not read to look for the marker
 _ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = (_ROOT / "bench",)  # folders whose reports are committed results: replaced only with --force
 
 
 class RefusedPath(ValueError):
@@ -66,8 +67,31 @@ def check_report_path(path: Path, force: bool = False, flag: str = "--json") -> 
     if path.exists() and not force and not is_report(path):
         raise RefusedPath(f"{flag} {path} exists and is not a report of ours (no {MARKER!r} key); "
                           "pass --force to replace it")
+    _refuse_committed(path, force, flag)
     _probe(path.parent, path, flag)
     return path
+
+
+def check_output_file(path: Path, force: bool = False, flag: str = "--out") -> Path:
+    """path if a non-report file (a figure, a joined download) may go there: never in the packages, links resolved."""
+    if not str(path).strip():
+        raise RefusedPath(f"{flag} needs a file path; got an empty one")
+    if path.is_dir():
+        raise RefusedPath(f"{flag} {path} is a directory; give a file path")
+    root = inside_packages(path)
+    if root is not None:
+        raise RefusedPath(f"{flag} {path} is inside the {root.name} package, which this project ships; "
+                          "write it elsewhere (e.g. artifacts/)")
+    _refuse_committed(path, force, flag)
+    _probe(path.parent, path, flag)
+    return path
+
+
+def _refuse_committed(path: Path, force: bool, flag: str) -> None:
+    """RefusedPath for an existing file in a folder of committed results (bench/), unless force."""
+    real = Path(os.path.abspath(path)).resolve()
+    if not force and real.exists() and any(real.parent == Path(c).resolve() for c in COMMITTED):
+        raise RefusedPath(f"{flag} {path} is a committed result of this project; pass --force to replace it")
 
 
 def check_out_dir(path: Path, force: bool = False, flag: str = "--out") -> Path:
@@ -80,6 +104,12 @@ def check_out_dir(path: Path, force: bool = False, flag: str = "--out") -> Path:
     if root is not None and not force:
         raise RefusedPath(f"{flag} {path} is inside the {root.name} package: this would overwrite files the project "
                           "ships (the shipped weights live in gpu_demo/assets); give another folder, or --force")
+    if path.is_dir() and not force:
+        for entry in path.iterdir():
+            linked = inside_packages(entry) if entry.is_symlink() else None
+            if linked is not None:
+                raise RefusedPath(f"{flag} {path} holds {entry.name}, a link into the {linked.name} package the "
+                                  "project ships; remove it, give another folder, or --force")
     _probe(path, path, flag)
     return path
 

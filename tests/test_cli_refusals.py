@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,14 @@ def test_bad_pair_options_are_not_reported_as_damaged_files(option: str, names: 
 def test_builtin_dtype_int64_is_refused(capsys) -> None:
     line = assert_refused(GEN + ["--pair-option", "dtype=int64"], capsys, "floating-point")
     assert "safetensors" not in line
+
+
+def test_a_target_json_without_vocab_names_the_file(tmp_path: Path, capsys) -> None:
+    for f in ASSETS.iterdir():
+        if f.suffix in (".json", ".safetensors") and not f.name.startswith("smollm2"):
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    meta = json.loads((tmp_path / "target.json").read_text())
+    del meta["vocab"]
+    (tmp_path / "target.json").write_text(json.dumps(meta))
+    line = assert_refused(GEN + ["--pair-option", f"assets={tmp_path}"], capsys, "target.json")
+    assert "no 'vocab'" in line

@@ -16,7 +16,7 @@ import pytest
 from cli_support import one_line_run
 
 from gpu_demo.pairs import ASSETS
-from gpu_demo.reports import MARKER, RefusedPath, check_out_dir, check_report_path, write_report
+from gpu_demo.reports import MARKER, RefusedPath, check_out_dir, check_report_path, is_report, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,3 +98,62 @@ def test_eagle_training_cli_refuses_the_assets_without_force() -> None:
     proc = subprocess.run([sys.executable, "-m", "gpu_demo.training.eagle", "--steps", "1"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "--force" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def _bench(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("flag", ["--html", "--png"])
+def test_roofline_probe_figures_refuse_the_packages_before_any_work(flag: str) -> None:
+    theme = ROOT / "ui/theme.py"
+    before = _sha(theme)
+    proc = _bench(["bench/roofline_probe_bench.py", "--runs", "1", flag, str(theme)])
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "ships" in lines[0], proc.stderr
+    assert proc.stdout == "" and _sha(theme) == before
+
+
+def test_gpu_transfer_join_and_split_refuse_the_packages(tmp_path: Path) -> None:
+    src = tmp_path / "blob.bin"
+    src.write_bytes(b"x" * 1000)
+    ok = _bench(["bench/gpu_transfer.py", "split", str(src), "--out", str(tmp_path / "parts")])
+    assert ok.returncode == 0, ok.stderr
+    theme = ROOT / "ui/theme.py"
+    before = _sha(theme)
+    join = _bench(["bench/gpu_transfer.py", "join", str(tmp_path / "parts/MANIFEST.json"), "--dest", str(theme)])
+    assert join.returncode == 2 and "ships" in join.stderr and "Traceback" not in join.stderr, join.stderr
+    assert _sha(theme) == before and not (ROOT / "ui/theme.py.joining").exists()
+    split = _bench(["bench/gpu_transfer.py", "split", str(src), "--out", str(ROOT / "gpu_demo/assets/xfer")])
+    assert split.returncode == 2 and "ships" in split.stderr, split.stderr
+    assert not (ROOT / "gpu_demo/assets/xfer").exists()
+
+
+def test_a_link_inside_an_allowed_folder_into_the_packages_is_refused(tmp_path: Path) -> None:
+    expert = ASSETS / "expert.json"
+    (tmp_path / "expert.json").symlink_to(expert)
+    with pytest.raises(RefusedPath, match="link into the gpu_demo package"):
+        check_out_dir(tmp_path)
+    with pytest.raises(RefusedPath, match="ships"):
+        check_report_path(tmp_path / "expert.json", force=True)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "blob.bin.part0").symlink_to(ROOT / "ui/theme.py")
+    with pytest.raises(RefusedPath, match="link into the ui package"):
+        check_out_dir(parts)
+
+
+def test_train_out_with_a_link_onto_the_shipped_expert_is_refused(tmp_path: Path, capsys) -> None:
+    expert = ASSETS / "expert.json"
+    before = _sha(expert)
+    (tmp_path / "expert.json").symlink_to(expert)
+    line = _refused(["train", "--which", "expert", "--steps", "1", "--out", str(tmp_path)], capsys)
+    assert "link into the gpu_demo package" in line and _sha(expert) == before
+
+
+def test_a_committed_bench_result_needs_force() -> None:
+    committed = ROOT / "bench/vs_llamacpp.json"
+    assert is_report(committed)
+    with pytest.raises(RefusedPath, match="committed result"):
+        check_report_path(committed)
+    assert check_report_path(committed, force=True) == committed
