@@ -18,8 +18,10 @@ from gpu_demo.reports import write_report
 
 
 def run(pair_name: str, prompts: Callable[[object], list[str]], description: str,
-        gamma: str, max_new_tokens: int, argv: list[str] | None = None) -> dict:
-    """Benchmark `pair_name` on prompts(pair) with gpu_demo.measure.bench.measure; --json PATH writes the report."""
+        gamma: str, max_new_tokens: int, argv: list[str] | None = None, prompt_sets: tuple[str, ...] = ()) -> dict:
+    """Benchmark `pair_name` on prompts(pair) with gpu_demo.measure.bench.measure; --json PATH writes the report.
+
+    With prompt_sets, --prompts NAME picks one and the bench calls prompts(pair, NAME)."""
     from gpu_demo.measure.bench import format_table, measure
     from gpu_demo.pairs import load_pair
     from gpu_demo.sampler import SamplingConfig
@@ -31,9 +33,12 @@ def run(pair_name: str, prompts: Callable[[object], list[str]], description: str
     ap.add_argument("--repeats", type=int_in(1, 1000), default=2)
     add_threads(ap)
     add_json(ap)
+    if prompt_sets:
+        ap.add_argument("--prompts", choices=prompt_sets, default=prompt_sets[0])
     args = parse(ap, argv)
     pair = load_pair(pair_name, "cpu", max_len=512)
-    report = measure(pair, prompts(pair), args.gamma, SamplingConfig(args.temperature),
+    texts = prompts(pair, args.prompts) if prompt_sets else prompts(pair)
+    report = measure(pair, texts, args.gamma, SamplingConfig(args.temperature),
                      args.max_new_tokens, args.repeats, seed=0)
     print(format_table(report))
     if args.json:

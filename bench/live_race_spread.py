@@ -9,6 +9,9 @@ runs' relative standard deviation over the race medians'.
 
     .venv/bin/python bench/live_race_spread.py                     # page defaults: 100 tokens, gamma 4, T = 1
     .venv/bin/python bench/live_race_spread.py --max-new-tokens 200 --races 6 --json artifacts/live_race_spread.json
+    .venv/bin/python bench/live_race_spread.py --quick --races 2 --json bench/live_quick_demo.json   # the quick demo
+
+--quick runs the page's quick demo as its button sets it (pair, preset, greedy, gamma, tokens, repeats).
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import sys
 from gpu_demo import pairs as gp
 from gpu_demo.flags import CliParser, add_device, add_gamma, add_json, add_max_new_tokens, parse
 from gpu_demo.live import runner as lr
+from gpu_demo.live.prompts import PRESETS, preset_text
 from gpu_demo.live.queue import TurnQueue
 from gpu_demo.reports import write_report
 from specdec_core.repeats import spread, summarise_repeats
 from ui.live import panel as lp
-from ui.live.controls import PRESETS
+from ui.live.controls import quick_pair, quick_settings
 
 QUANTITIES = ("measured_speedup", "predicted_speedup", "c", "v", "spec_tokens_per_s")
 SUMMARY = {"measured_speedup": "measured", "predicted_speedup": "predicted", "c": "c", "v": "v",
@@ -53,12 +57,21 @@ def main(argv: list[str] | None = None) -> int:
     add_gamma(ap, "4", single=True)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--races", type=int, default=6)
+    ap.add_argument("--preset", choices=tuple(PRESETS), default="open-ended")
+    ap.add_argument("--greedy", action="store_true", help="temperature 0 (default T = 1)")
+    ap.add_argument("--quick", action="store_true", help="the quick demo's pair and settings (overrides the rest)")
     add_json(ap)
     args = parse(ap, argv)
+    if args.quick:
+        args.pair = quick_pair(args.device) or "builtin"
+        q = quick_settings(args.pair)
+        args.preset, args.greedy, args.gamma, args.max_new_tokens, args.repeats = (
+            q["preset"], q["greedy"], q["gamma"], q["maxnew"], q["repeats"])
     pair = gp.load_pair(args.pair, args.device)
     gp.warm_up(pair)
     sp = lr.SharedPair(args.pair, args.device, pair, None, 0.0, TurnQueue())
-    s = lr.Settings(pair=args.pair, device=args.device, prompt=PRESETS["open-ended"], gamma=args.gamma, greedy=False,
+    prompt = preset_text(args.preset, gp.PAIRS[args.pair].chat)
+    s = lr.Settings(pair=args.pair, device=args.device, prompt=prompt, gamma=args.gamma, greedy=args.greedy,
                     temperature=1.0, top_k=0, top_p=1.0, draft_apart=False, d_temperature=1.0, d_top_k=0,
                     d_top_p=1.0, max_new=args.max_new_tokens, seed=0, repeats=args.repeats)
     races, singles = [], []
@@ -76,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     per_race = [{"measured": dataclasses.asdict(r.measured), "predicted": dataclasses.asdict(r.predicted),
                  "ratio": dataclasses.asdict(r.ratio), "rounds_min": r.rounds.lo, "c": dataclasses.asdict(r.c),
                  "v": dataclasses.asdict(r.v)} for r in races]
-    print(f"pair {args.pair} on {args.device}, batch 1, {args.max_new_tokens} tokens, gamma {args.gamma}, T = 1, "
+    print(f"pair {args.pair} on {args.device}, batch 1, preset {args.preset}, up to {args.max_new_tokens} tokens, "
+          f"gamma {args.gamma}, {'greedy' if args.greedy else 'T = 1'}, "
           f"{args.races} races of {args.repeats} interleaved repeats and {len(singles)} single runs")
     for i, r in enumerate(races, 1):
         print(f"race {i}: measured {lp.fmt_spread(r.measured, 2, 'x')}, predicted {lp.fmt_spread(r.predicted, 2, 'x')}"

@@ -2,9 +2,14 @@
 
 Runs gpu_demo.measure.bench.measure (autoregressive vs speculative on the same prompts, medians over repeats)
 and prints its table; --json PATH writes the full report. Prompts are chat-formatted with SmolLM2's
-own template, around passages from the held-out end of the Austen corpus.
+own template, around passages from the held-out end of the Austen corpus. --prompts edit measures the live
+page's "copy-heavy" preset instead (gpu_demo.live.prompts: correct a paragraph's spelling and return it), sent
+as the page sends it (one user turn); keep --max-new-tokens within its greedy reply (about 115 tokens), since
+this bench does not stop at the end of the turn.
 
     .venv/bin/python bench/live_smollm2_lookup.py --gamma 2,4,6,8 --max-new-tokens 64 --repeats 2
+    .venv/bin/python bench/live_smollm2_lookup.py --prompts edit --temperature 0 --gamma 4,6,8 \
+        --max-new-tokens 110 --repeats 3 --threads 1
 """
 
 from __future__ import annotations
@@ -31,14 +36,25 @@ def copy_prompts(tokenizer) -> list[str]:
     return [tokenizer.chat(t.format(p)) for t, p in zip(TASKS, PASSAGES)]
 
 
+def edit_prompts(tokenizer) -> list[str]:
+    """The live page's copy-heavy preset (an edit task) as the page sends it: one user turn."""
+    from gpu_demo.live.prompts import preset_text
+
+    return [tokenizer.user_turn(preset_text("copy-heavy", chat=True))]
+
+
+PROMPT_SETS = {"copy": copy_prompts, "edit": edit_prompts}
+
+
 def main(argv: list[str] | None = None) -> None:
     run(
         "smollm2-lookup",
-        lambda pair: copy_prompts(pair.tokenizer),
+        lambda pair, which: PROMPT_SETS[which](pair.tokenizer),
         __doc__.splitlines()[0],
         gamma="2,4,6,8",
         max_new_tokens=64,
         argv=argv,
+        prompt_sets=tuple(PROMPT_SETS),
     )
 
 

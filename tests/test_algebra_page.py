@@ -86,8 +86,8 @@ def test_query_params_open_the_slowdown_case(app_test):
 
 @pytest.mark.parametrize(
     "alpha, gamma, c, v",
-    [(1.0, 3, 0.1, 1.0), (0.0, 3, 0.1, 1.0), (0.7, 0, 0.1, 1.0), (0.7, 3, 0.0, 1.0), (1.0, 16, 0.0, 0.5),
-     (0.0, 0, 0.0, 5.0), (0.5, 3, 1.0, 2.0), (1.0, 0, 1.0, 0.5)],
+    [(1.0, 3, 0.1, 1.0), (0.0, 3, 0.1, 1.0), (0.7, 0, 0.1, 1.0), (0.7, 3, 0.0, 1.0), (1.0, 16, 0.0, 1.0),
+     (0.0, 0, 0.0, 5.0), (0.5, 3, 1.0, 2.0), (1.0, 0, 1.0, 1.0)],
 )
 def test_edges_show_exact_numbers(app_test, alpha, gamma, c, v):
     at = app_test(PAGE, alpha=str(alpha), gamma=str(gamma), c=str(c), v=str(v))
@@ -486,3 +486,13 @@ def test_decoder_shape_mode_with_bad_custom_hardware_says_so_and_falls_back(app_
     assert any("bandwidth must be a finite number > 0 TB/s" in e.value for e in at.error)
     assert any("the free c and v below are used" in c.value for c in at.caption)
     assert_readouts(at, 0.7, 3, 0.1, 1.0)
+
+
+def test_a_verify_cost_below_one_target_step_is_refused_with_one_line(app_test) -> None:
+    at = app_test("views/algebra.py", v="0.5")
+    assert not at.exception
+    lines = [w.value for w in at.warning if "v=0.5" in w.value]
+    assert len(lines) == 1 and "from 1 to 5" in lines[0], [w.value for w in at.warning]
+    assert at.number_input(key="algebra.v").value == 1.0 and at.number_input(key="algebra.v").min == 1.0
+    ok = app_test("views/algebra.py", v="1.5")
+    assert ok.number_input(key="algebra.v").value == 1.5 and not [w for w in ok.warning if "v=" in w.value]

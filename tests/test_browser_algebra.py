@@ -62,3 +62,29 @@ def test_per_position_rates_change_readout_and_url(page, streamlit_url):
     assert "aj=0.2" in page.url, page.url                       # the rates are shareable by URL
     assert_no_error(page)
     screenshot(page, "algebra-table")
+
+
+OVERLAP_JS = """() => { const out = [];
+  const hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot').forEach((plot, i) => {
+    for (const ax of ['x', 'y']) plot.querySelectorAll('.g-' + ax + 'title text').forEach(t => {
+      const tb = t.getBoundingClientRect();
+      plot.querySelectorAll('.' + ax + 'tick text').forEach(k => {
+        const kb = k.getBoundingClientRect();
+        if (tb.width && kb.width && hit(tb, kb)) out.push([i, t.textContent, k.textContent]);
+      });
+    });
+  }); return out; }"""
+
+
+@pytest.mark.parametrize("query", ["", "present=1"])
+def test_axis_titles_clear_their_tick_labels_at_1280_wide(page, streamlit_url, query):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    open_page(page, streamlit_url, "algebra", query)
+    plots = page.locator('[data-testid="stMain"] .js-plotly-plot')
+    plots.first.wait_for(timeout=30_000)
+    for i in range(plots.count()):
+        plots.nth(i).scroll_into_view_if_needed()
+    page.locator('[data-testid="stMain"] .js-plotly-plot .g-xtitle text').first.wait_for(timeout=30_000)
+    page.wait_for_timeout(500)
+    assert plots.count() >= 2 and page.evaluate(OVERLAP_JS) == []

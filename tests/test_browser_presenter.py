@@ -97,3 +97,35 @@ def test_presenter_mode_survives_navigation_until_switched_off(page, streamlit_u
     page.wait_for_url(lambda u: "present=" not in u, timeout=30_000)
     wait_for_app(page)
     assert _text_px(page) < big
+
+
+INPUTS_JS = """() => { const px = e => parseFloat(getComputedStyle(e).fontSize);
+  const all = sel => [...document.querySelectorAll('[data-testid="stMain"] ' + sel)];
+  const df = all('[data-testid="stDataFrame"]').filter(d => d.offsetWidth);
+  const num = all('[data-testid="stNumberInput"] input');
+  return {area: all('[data-testid="stTextArea"] textarea').map(px),
+          select: all('[data-testid="stSelectbox"] input').map(px), number: num.map(px),
+          cut: num.filter(x => x.scrollWidth > x.clientWidth + 1).map(x => x.value),
+          zoom: df.map(d => parseFloat(getComputedStyle(d).zoom)),
+          overflow: df.filter(d => d.getBoundingClientRect().right > d.parentElement.getBoundingClientRect().right + 1)
+                      .length}; }"""
+
+
+@pytest.mark.parametrize("path", ["algebra", "live"])
+def test_presenter_mode_enlarges_inputs_and_tables_without_cutting_them(page, streamlit_url, path):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    open_page(page, streamlit_url, path, "")
+    drawn = '[data-testid="stMain"] [data-testid="stSelectbox"] input'
+    page.locator(drawn).first.wait_for(state="attached", timeout=30_000)
+    before = page.evaluate(INPUTS_JS)
+    open_page(page, streamlit_url, path, "present=1")
+    _styled(page)
+    page.locator(drawn).first.wait_for(state="attached", timeout=30_000)
+    after = page.evaluate(INPUTS_JS)
+    assert after["select"] and before["select"] and min(after["select"]) >= 18 > max(before["select"])   # 14 px
+    assert after["number"] and min(after["number"]) > max(before["number"])
+    assert not after["cut"], after["cut"]                                                    # 0.7000 still shows whole
+    if path == "live":
+        assert min(after["area"]) >= 18 > max(before["area"])
+    if path == "algebra":                                       # its dataframes are on the page, not in an expander
+        assert after["zoom"] and min(after["zoom"]) >= 1.25 and not after["overflow"]

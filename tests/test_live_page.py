@@ -153,9 +153,10 @@ def test_export_json_and_csv(app_test):
 
 
 def test_prompt_alphabet_covers_presets():
+    from gpu_demo.live.prompts import CHAT_PRESETS
     from ui.live.controls import PRESETS
 
-    for text in PRESETS.values():
+    for text in [*PRESETS.values(), *CHAT_PRESETS.values()]:
         assert set(text) <= set(ALPHABET), set(text) - set(ALPHABET)
 
 

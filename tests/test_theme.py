@@ -29,3 +29,18 @@ def test_new_figure_carries_the_app_template_even_after_the_default_moved() -> N
         assert fig.layout.template.layout.paper_bgcolor != pio.templates["plotly_dark"].layout.paper_bgcolor
     finally:
         register_template()
+
+
+def test_a_foot_legend_in_fixed_margins_gets_room_for_its_rows_and_the_axis_title() -> None:
+    from ui.algebra.figures import alpha_figure
+    from ui.theme import BOTTOM_LEGEND, fit_foot, foot_margin
+
+    layout = dict(height=400, legend=BOTTOM_LEGEND, margin=dict(l=70, r=20, t=50, b=110, autoexpand=False))
+    fitted = fit_foot(layout, 5)
+    assert fitted["margin"]["b"] == foot_margin(5) and fitted["height"] == 400 + foot_margin(5) - 110
+    assert fit_foot(layout, 1) is layout                                     # already room: unchanged
+    assert fit_foot({**layout, "margin": dict(b=20)}, 5)["margin"] == dict(b=20)   # margins that grow themselves
+    import numpy as np
+
+    fig = alpha_figure(np.linspace(0, 1, 5), {g: np.ones(5) for g in (1, 2, 4, 8)}, (0.5, 1.0))
+    assert fig.layout.margin.b >= foot_margin(5)                             # 4 curves and the marker

@@ -17,7 +17,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ui.theme import register_template
+from ui.theme import fit_foot, register_template
 
 # Plotly property names that hold an underscore themselves (plotly.basedatatypes' own list, the ones used here)
 _UNDERSCORED = ("error_x", "error_y", "error_z", "paper_bgcolor", "plot_bgcolor")
@@ -40,7 +40,12 @@ def validating() -> Iterator[None]:
 def _unvalidated(data: list[dict], layout: dict) -> go.Figure:
     """A go.Figure wrapping plain trace and layout dicts on the app template, without Plotly's property validation."""
     register_template()
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
+    return go.Figure({"data": data, "layout": fit_foot(layout, legend_entries(data))}, _validate=False)
+
+
+def legend_entries(data: list[dict]) -> int:
+    """How many traces show in the legend (those with a name, not hidden from it)."""
+    return sum(1 for t in data if t.get("name") and t.get("showlegend", True))
 
 
 def _path(key: str) -> list[str]:
@@ -158,7 +163,7 @@ class PlainFigure:
 
     def legend_entries(self) -> int:
         """How many traces show in the legend (those with a name, not hidden from it)."""
-        return sum(1 for t in self.data if t.get("name") and t.get("showlegend", True))
+        return legend_entries(self.data)
 
     def figure(self) -> go.Figure:
         """The figure, unvalidated; inside validating(), the same calls replayed on a validating go.Figure."""
@@ -168,5 +173,8 @@ class PlainFigure:
         fig = go.Figure()
         for name, args, props in self.calls:
             getattr(fig, name)(*args, **props)
+        fitted = fit_foot(self.layout, self.legend_entries())
+        if fitted is not self.layout:
+            fig.update_layout({k: fitted[k] for k in ("margin", "height") if k in fitted})
         return fig
 

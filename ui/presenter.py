@@ -98,10 +98,14 @@ def switch() -> bool:
     return on()
 
 
+DATAFRAME_ZOOM = 1.3   # a dataframe's 14 px cells read at about 18 px, as the body text around them
+
+
 def css(hide_sidebar: bool = False) -> str:
-    """Projector CSS: larger text, headings, metrics, widget labels and formulas; less top padding; optionally no
-    sidebar at all (the interview's classroom mode). Number boxes and a slider's own numbers stay near their size:
-    at 1.35rem a number box showed 0.7000 cut to "0.70"."""
+    """Projector CSS: larger text, headings, metrics, widget labels, inputs, tables and formulas; less top padding;
+    optionally no sidebar at all (the interview's classroom mode). Number boxes and a slider's own numbers grow less:
+    at 1.35rem a number box showed 0.7000 cut to "0.70". A dataframe draws its cells on a canvas, which CSS type
+    sizes do not reach, so it is zoomed whole (its columns fit the narrower box it then lays out in)."""
     sidebar = """[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
     [data-testid="stExpandSidebarButton"] { display: none !important; }""" if hide_sidebar else ""
     return f"""<style>
@@ -120,6 +124,11 @@ def css(hide_sidebar: bool = False) -> str:
     [data-testid="stCaptionContainer"] p {{ font-size: 1.2rem !important; }}
     .stButton button p, [data-testid="stPageLink"] p, [data-testid="stExpander"] summary p
     {{ font-size: 1.3rem !important; }}
+    [data-testid="stTextArea"] textarea, [data-testid="stSelectbox"] input, [data-testid="stMultiSelect"] input,
+    [data-testid="stTable"] td, [data-testid="stTable"] th {{ font-size: 1.25rem !important; }}
+    [data-testid="stNumberInput"] input
+    {{ font-size: 1rem !important; padding-left: 6px !important; padding-right: 4px !important; }}
+    [data-testid="stDataFrame"] {{ zoom: {DATAFRAME_ZOOM}; width: 100% !important; }}
     </style>"""
 
 

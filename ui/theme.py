@@ -101,6 +101,22 @@ def foot_margin(entries: int, axis_px: int = 70, row_px: int = 22) -> int:
     return axis_px + row_px * max(entries, 1)
 
 
+def fit_foot(layout: dict, entries: int) -> dict:
+    """A BOTTOM_LEGEND layout in fixed margins, its bottom margin raised to foot_margin(entries) and its height by
+    the same amount (the plot keeps its size). Plotly keeps an axis title inside the margin the legend leaves, so
+    in a narrow column, where the legend wraps, a short margin drew the x title over its tick labels."""
+    m = layout.get("margin")
+    if layout.get("legend") != BOTTOM_LEGEND or not isinstance(m, dict) or m.get("autoexpand") is not False:
+        return layout
+    extra = foot_margin(entries) - m.get("b", 0)
+    if extra <= 0:
+        return layout
+    out = {**layout, "margin": {**m, "b": m.get("b", 0) + extra}}
+    if isinstance(layout.get("height"), (int, float)):
+        out["height"] = layout["height"] + extra
+    return out
+
+
 def register_template() -> str:
     """Register the app template and make it Plotly's default; returns its name. Idempotent."""
     if TEMPLATE_NAME not in pio.templates:

@@ -28,6 +28,7 @@ from ui.presenter import show
 from ui.safe_text import md
 
 MAX_GAMMA = 32                     # the integer search range for the best gamma
+V_MIN = 1.0                        # a verify pass runs the target over gamma + 1 tokens: at least one step of it
 MC_STEPS = 200_000                 # Monte Carlo steps shown on the page
 MODES = ["constant", "decay", "table"]
 BELOW = {"pmf": "tokens per step: exact and simulated", "heat": "best gamma over alpha and c (heat map)"}
@@ -73,8 +74,10 @@ def controls() -> tuple[float, int, float, float, str, ShapeCosts | None]:
         else:
             c = slider_input("draft cost c", "c", 0.0, 1.0, 0.1, 0.005, "%.4f",
                              help="One draft token's cost, in target decode steps.")
-            v = slider_input("verification cost v", "v", 0.5, 5.0, 1.0, 0.05, "%.3f",
-                             help="One verification pass, in target decode steps (1 at small batch).")
+            v = slider_input("verification cost v", "v", V_MIN, 5.0, 1.0, 0.05, "%.3f",
+                             help="One verification pass, in target decode steps: at least 1 (it runs the target "
+                                  "over gamma + 1 tokens, so it cannot cost less than one step of it), 1 at small "
+                                  "batch.")
     with presenter.secondary("Acceptance by position"):
         mode = bound_radio(
             "Acceptance by position",

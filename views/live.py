@@ -105,7 +105,7 @@ def race_view(rec: lr.RunRecord, m: Measured, s: RepeatSummary) -> None:
     else:
         st.caption("Sampled runs use one random stream per run (repeat r uses seed + r), so the two texts differ; "
                    "each is a sample from p.")
-    lp.race_readout(m, s, rec.device_name)
+    lp.race_readout(m, s, rec.device_name, rec.settings.pair)
 
 
 def show_run(rec: lr.RunRecord, settings: lr.Settings, step_mode: bool, out_ph, panel_ph):

@@ -13,8 +13,10 @@ import streamlit as st
 from engines.client import ENGINE_NAMES, Endpoint, EngineError, allowed_origins, recognise
 from engines.embedded import KIND_LABELS, MAX_GAMMA, RULES, EngineUnavailable, Mode
 from engines.workload import Workload, WorkloadResult, rows, run_embedded, run_workload
+from specdec_core.pays import empty_fraction, pay_reading
 from specdec_core.vllm_counts import SpecDecodeCounts
 from ui.controls import bound_radio, bound_select, slider_input
+from ui.pays_text import verdict_line
 from ui.safe_text import md
 
 KIND_BY_LABEL = {v: k for k, v in KIND_LABELS.items() if k != "none"}
@@ -77,6 +79,35 @@ def _links(r: WorkloadResult) -> None:
     st.caption("Links: " + md("/algebra?" + urlencode(q)))
 
 
+def target_passes(r: WorkloadResult) -> int:
+    """Target passes of the speculative side over every repeat: the engine's counter where it has one, else one
+    pass per draft plus one per request (the request's first token)."""
+    p = r.pooled
+    if all(s.passes for s in r.spec_runs):
+        return sum(s.passes for s in r.spec_runs)
+    return p.num_drafts + sum(len(s.completions) for s in r.spec_runs)
+
+
+def prediction_and_verdict(r: WorkloadResult) -> list[str]:
+    """The prediction with the passes that drafted nothing counted (each a plain step, one token), and one line on
+    whether this mode pays here and why; empty when the engine gives no alpha_j or no summary."""
+    p, s = r.pooled, r.summary
+    if not isinstance(p, SpecDecodeCounts) or not p.gamma or s is None:
+        return []
+    passes = target_passes(r)
+    f0 = empty_fraction(passes, p.num_drafts)
+    alphas = p.conditional_alphas()
+    reading = pay_reading(alphas, r.c, r.v, f0)
+    measured = s.measured.median
+    head = (f"**Predicted {reading.speedup:.2f}x** with every target pass counted: {passes - p.num_drafts} of "
+            f"{passes} passes ({f0:.0%}) drafted nothing, and each of those is a plain step that yields one token "
+            f"(specdec_core.pays). The table's predicted {s.predicted.median:.2f}x counts only the rounds that "
+            f"drafted. Measured {measured:.2f}x.")
+    verdict = verdict_line(KIND_LABELS.get(r.config.get("kind", ""), "This mode"), alphas,
+                           p.acceptance_rate(), r.c, r.v, measured, f0)
+    return [head, f"**Verdict.** {verdict}"] if verdict else [head]
+
+
 def result_section(mode: Mode) -> None:
     """The last result of this session: the table, the configuration beside it, and the equivalent flags."""
     r = st.session_state.get(RESULT)
@@ -89,6 +120,8 @@ def result_section(mode: Mode) -> None:
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.dataframe(pd.DataFrame(rows(r), columns=["quantity", "value"]), hide_index=True, width="stretch")
+        for line in prediction_and_verdict(r):
+            st.markdown(line)   # the app's own words and numbers, no engine text
         _links(r)
     with right:
         st.markdown("**The engine's configuration**")

@@ -5,34 +5,32 @@ from __future__ import annotations
 import streamlit as st
 
 from gpu_demo.decode import MAX_GAMMA
+from gpu_demo.live.prompts import PRESETS, preset_forms, preset_text
 from gpu_demo.live.runner import Settings
 from gpu_demo.models.eagle import FEATURE_REUSE
+from gpu_demo.pairs import PAIRS
 from specdec_core.repeats import MAX_REPEATS
 from ui.controls import bound_select, bound_text, bound_toggle, get_value, number_box, set_value, slider_input
 
 # Presets use only characters the built-in (Jane Austen) alphabet has, so they run on every pair.
 from ui.live.pairs import device_choices, pair_description, pair_status, resolve
 
-# Presets use only characters the built-in (Jane Austen) alphabet has, so they run on every pair.
-PRESETS: dict[str, str] = {
-    "open-ended": "It was a fine morning in the country, and Elizabeth walked out",
-    "copy-heavy": (
-        "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
-        "must be in want of a wife.\nAgain: It is a truth universally acknowledged, that a single man"
-    ),
-    "code-like": "def total(items):\n    return sum([x * 2 for x in items])\n\ndef mean(items):\n    return",
-    "chat question": "Explain how a rainbow forms, in simple words.",
-}
 CUSTOM = "custom"
 MAX_NEW = 400
 MAX_PROMPT_CHARS = 4000
 
 
+def is_chat(pair: str | None) -> bool:
+    """Whether the registered pair is a chat model (its prompt goes in as one user turn)."""
+    spec = PAIRS.get(pair or "")
+    return bool(spec and spec.chat)
+
+
 def _load_preset() -> None:
-    """Callback: put the chosen preset's text into the prompt box."""
+    """Callback: put the chosen preset's text, in the form for the chosen pair, into the prompt box."""
     name = get_value("preset")
     if name in PRESETS:
-        set_value("prompt", PRESETS[name])
+        set_value("prompt", preset_text(name, is_chat(get_value("pair"))))
 
 
 def pair_and_device() -> tuple[str, str, str | None, bool, str]:
@@ -73,17 +71,22 @@ def pairs_table(device: str) -> None:
     st.caption(FEATURE_REUSE)
 
 
-def prompt_box() -> str:
-    """Preset picker and the prompt text area (both URL-bound)."""
+def prompt_box(pair: str | None = None) -> str:
+    """Preset picker and the prompt text area (both URL-bound); a preset's text follows the pair's kind (chat or
+    text continuation) while the prompt still holds one of its forms."""
     bound_select(
         "prompt preset",
         [*PRESETS, CUSTOM],
         key="preset",
         on_change=_load_preset,
-        help="open-ended prose, a copy-heavy passage (the continuation repeats text), code-like text, "
-        "a question for a chat model",
+        help="open-ended prose; copy-heavy: an edit task (correct a paragraph's spelling and return it in full), "
+        "whose reply copies the prompt, so prompt lookup pays; code-like text; a question for a chat model",
     )
-    chosen = PRESETS.get(get_value("preset", ""), PRESETS["open-ended"])  # ?preset= without ?prompt=
+    name = get_value("preset", "")
+    name = name if name in PRESETS else "open-ended"
+    chosen = preset_text(name, is_chat(pair))  # ?preset= without ?prompt=
+    if get_value("prompt") in preset_forms(name) and get_value("prompt") != chosen:
+        set_value("prompt", chosen)
     return bound_text("prompt", "prompt", chosen, max_len=MAX_PROMPT_CHARS, area=True, height=110,
                       help="A chat model (SmolLM2) gets this as one user turn in its chat template, so it answers; "
                       "text already written in the template (<|im_start|>...) is sent as typed.")
@@ -143,11 +146,18 @@ def sampling_controls() -> dict:
     )
 
 
-# The quick demo (issue 27): a short greedy reply, one repeat, on the pair that pays most on this device. Measured
-# on this project's 2-core CPU (60 greedy tokens, 3 repeats pooled): builtin gamma 4 open-ended 1.45x (copy-heavy
-# 1.14x); smollm2-lookup pays on copy-heavy prompts only (1.99x at gamma 4 on the fp16 target, 2 repeats,
-# bench/live_smollm2_lookup.py --temperature 0), smollm2-draft below 1x. On CUDA the distilled SmolLM2 draft.
-QUICK = {"preset": "open-ended", "maxnew": 60, "repeats": 1, "greedy": True, "gamma": 4}
+# The quick demo: a greedy reply on the pair that pays most, long enough for the page's own rules (at least
+# MIN_ROUNDS rounds per repeat, 3 repeats for a spread). SmolLM2 with prompt lookup leads, on the edit preset
+# (its greedy reply copies the paragraph back); the built-in pair stands in where SmolLM2 does not load. The
+# measurements are in bench/live_smollm2_lookup_edit.json and bench/live_quick_demo.json.
+QUICK_PAIRS = ("smollm2-lookup", "builtin")
+QUICK_BY_PAIR = {
+    "smollm2-lookup": {"preset": "copy-heavy", "maxnew": 200, "repeats": 3, "greedy": True, "gamma": 4},
+    "builtin": {"preset": "open-ended", "maxnew": 200, "repeats": 3, "greedy": True, "gamma": 4},
+}
+QUICK_LABEL = {"smollm2-lookup": "SmolLM2-135M (a real chat LM) with prompt lookup, asked to correct a paragraph's "
+                                 "spelling: its reply copies the paragraph, so the lookup draft is accepted",
+               "builtin": "the built-in character-level pair (a toy model, not a chat LM) continuing prose"}
 FULL = {"maxnew": 200, "repeats": 3}
 QUICK_RUN = "live_quick_run"    # set by a demo button: the next run of the page starts the race by itself
 
@@ -155,10 +165,15 @@ QUICK_RUN = "live_quick_run"    # set by a demo button: the next run of the page
 def quick_pair(device: str) -> str | None:
     """The quick demo's pair on this device (None if none loads here)."""
     status = pair_status(device)
-    for name in (("smollm2-draft", "builtin") if device == "cuda" else ("builtin", "smollm2-lookup")):
+    for name in QUICK_PAIRS:
         if name in status and status[name][0]:
             return name
     return None
+
+
+def quick_settings(pair: str | None) -> dict:
+    """The quick demo's settings for its pair (the built-in pair's when none loads)."""
+    return QUICK_BY_PAIR.get(pair or "builtin", QUICK_BY_PAIR["builtin"])
 
 
 def _apply(values: dict, device: str, pair: str | None = None) -> None:
@@ -166,7 +181,7 @@ def _apply(values: dict, device: str, pair: str | None = None) -> None:
     for key, value in values.items():
         set_value(key, value)
     if "preset" in values:
-        set_value("prompt", PRESETS[values["preset"]])
+        set_value("prompt", preset_text(values["preset"], is_chat(pair or get_value("pair"))))
     if pair is not None:
         set_value("pair", pair)
     st.session_state[QUICK_RUN] = True
@@ -175,21 +190,24 @@ def _apply(values: dict, device: str, pair: str | None = None) -> None:
 def demo_buttons(device: str) -> None:
     """Quick demo and full race, beside the prompt: one click each, both run at once."""
     pair = quick_pair(device)
+    quick = quick_settings(pair)
+    what = QUICK_LABEL.get(pair or "", "no pair loads here")
     q, f, note = st.columns([1, 1, 2.4], vertical_alignment="center")
     q.button("Quick demo", key="quick_btn", type="primary", icon=":material/bolt:", disabled=pair is None,
-             on_click=_apply, args=(QUICK, device, pair),
-             help=f"{QUICK['maxnew']} greedy tokens, {QUICK['repeats']} repeat, gamma {QUICK['gamma']}, the "
-                  f"open-ended prompt, on {pair or 'no pair'}: a speedup in seconds.")
+             on_click=_apply, args=(quick, device, pair),
+             help=f"Up to {quick['maxnew']} greedy tokens, {quick['repeats']} interleaved repeats, gamma "
+                  f"{quick['gamma']}, the {quick['preset']} prompt, on {pair or 'no pair'}: {what}.")
     f.button("Full race", key="full_btn", icon=":material/sports_score:", on_click=_apply, args=(FULL, device),
              help=f"These settings with {FULL['maxnew']} tokens and {FULL['repeats']} interleaved repeats.")
-    note.caption(f"Quick demo: {pair or 'no pair loads here'}, {QUICK['maxnew']} tokens, one repeat. Full race: "
-                 f"{FULL['maxnew']} tokens, {FULL['repeats']} repeats. Every setting is below.")
+    note.caption(f"Quick demo: {pair or 'no pair loads here'} ({what}), up to {quick['maxnew']} greedy tokens, "
+                 f"{quick['repeats']} repeats. Full race: these settings, {FULL['maxnew']} tokens, "
+                 f"{FULL['repeats']} repeats. Every setting is below.")
 
 
 def all_controls() -> tuple[Settings, bool, str, str | None]:
     """Every control; returns (settings, pair available, unavailability reason, device problem)."""
     pair, device, problem, ok, reason = pair_and_device()
-    prompt = prompt_box()
+    prompt = prompt_box(pair)
     demo_buttons(device)
     with st.expander("sampling, gamma, length and seed", expanded=True):
         rest = sampling_controls()

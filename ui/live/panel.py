@@ -20,6 +20,7 @@ from specdec_core.measure import Measured
 from specdec_core.repeats import CLOSE, MIN_ROUNDS, GapReading, RepeatSummary, Spread, read_gap, summarise_repeats
 from specdec_core.vllm_metrics import SpecDecodeCounts, counts_from_rounds
 from ui.live.figures import alpha_figure, length_figure, sweep_figure
+from ui.pays_text import verdict_line
 from ui.presenter import show
 
 VLLM_DEFINITIONS = (
@@ -242,9 +243,9 @@ def panel(m: Measured, s: RepeatSummary, counts: SpecDecodeCounts, figures: bool
         show(length_figure(m.length_counts, m.pmf_const, m.pmf_positional), key=f"fig_len{key}", where=right)
 
 
-def race_readout(m: Measured, s: RepeatSummary, device: str) -> None:
+def race_readout(m: Measured, s: RepeatSummary, device: str, pair: str = "builtin") -> None:
     """The race from the pooled run m (one statistic, named), the spread over the repeats s, where it was
-    measured, the short-run flag and the gap sentence."""
+    measured, the short-run flag, the gap sentence and the pair's own cost note and verdict."""
     spread = (f" Per repeat, measured ran {fmt_spread(s.measured, 2, 'x')} and predicted "
               f"{fmt_spread(s.predicted, 2, 'x')} (median, min–max)." if s.repeats > 1 else "")
     st.markdown(f"**Predicted** {fmt(m.predicted_speedup, 2, 'x')} against **measured** "
@@ -253,9 +254,23 @@ def race_readout(m: Measured, s: RepeatSummary, device: str) -> None:
     if s.short():
         st.warning(f"Too short for its numbers: {SHORT_TEXT}. Use 200+ tokens.")
     st.markdown(gap_sentence(m, s))
-    if device.startswith("cpu") and math.isfinite(m.v):
-        st.caption(cpu_v_note(m.v))
+    note = cost_note(pair, m, device)
+    if note:
+        st.caption(note)
     spread_table(s)
+
+
+def cost_note(pair: str, m: Measured, device: str) -> str:
+    """Under a race: the built-in pair's CPU note on v where it applies (or the note that a v below 1 is load), then
+    one line from this pair's own alpha_j, c and v on whether it pays here and why."""
+    parts = []
+    if device.startswith("cpu") and math.isfinite(m.v) and (pair == "builtin" or m.v < 1.0):
+        parts.append(cpu_v_note(m.v))
+    elif math.isfinite(m.v) and math.isfinite(m.c):
+        parts.append(f"{pair} on {device}: a draft token cost c = {m.c:.3f} target steps and a verify pass of up to "
+                     f"gamma + 1 = {m.gamma + 1} tokens v = {m.v:.2f}, measured in this race.")
+    parts.append(verdict_line(pair, m.alphas, m.alpha_const, m.c, m.v, m.measured_speedup))
+    return " ".join(p for p in parts if p)
 
 
 def cpu_v_note(v: float) -> str:
