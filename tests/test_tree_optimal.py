@@ -137,4 +137,18 @@ def test_depth_decay_is_positional_at_one_and_shrinks_deep_trees_more() -> None:
             for name, t in (("deep", deep), ("wide", wide))}
     assert loss["deep"] > loss["wide"] > 0
     with pytest.raises(ValueError, match="depth decay"):
-        expected_length_with_depth_decay(deep, rates, 1.5)
+        expected_length_with_depth_decay(deep, rates, 2.5)
+
+
+def test_depth_factor_above_one_raises_deep_acceptance_clipped_at_one() -> None:
+    from specdec_core.tree_optimal import expected_length_with_depth_decay
+
+    rates = (0.6, 0.2, 0.1)
+    deep = tr.chain(5)
+    # a chain by hand with each scaled rate clipped to 1: 0.6, 0.78, 1.0, 1.0, 1.0
+    steps = [min(1.0, 0.6 * 1.3 ** i) for i in range(5)]
+    want = 1 + sum(np.prod(steps[:d]) for d in range(1, 6))
+    got = expected_length_with_depth_decay(deep, rates, 1.3)
+    assert got == pytest.approx(want, abs=1e-12)
+    assert got > tr.expected_accepted_length(deep, rates)
+    assert expected_length_with_depth_decay(deep, (0.9,), 2.0) == pytest.approx(1 + 0.9 * 5, abs=1e-12)

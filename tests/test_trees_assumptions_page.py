@@ -34,7 +34,8 @@ def test_defaults_state_positional_acceptance_and_the_ot_bound(app_test) -> None
     p, q = pc.preset_pair("q_sharper", 10)
     text = _text(at)
     assert "positional acceptance" in text and "hardware numerics" in text
-    assert f"{optimal_acceptance(p, q, 3):.4f}" in text and "SpecTr" in text and "Sequoia" in text
+    assert f"{optimal_acceptance(p, q, 3):.4f}" in text and "Hu et al., ICLR 2025" in text and "Sequoia" in text
+    assert "(the optimal coupling, SpecTr" not in text
 
 
 def test_the_optimal_tree_beats_greedy_on_rising_rates(app_test) -> None:
@@ -73,3 +74,16 @@ def test_hbm_warning_where_the_batch_does_not_fit(app_test, ctx: str, batch: str
                                   stp.SHAPES["Llama-3.2-1B (draft)"], "bf16", int(ctx))
     assert bool(warned) == (lim < 1024)
     assert any(f"B = {batch} does not fit" in w for w in warned) == (not fits)
+
+
+def test_depth_factor_goes_above_one_and_drift_is_qualified(app_test) -> None:
+    at = app_test(PAGE, decay="1.2", **FAST)
+    assert not at.exception
+    p, q = pc.preset_pair("q_sharper", 10)
+    rates = tr.rank_rates(p, q, 4, WOR)
+    tree = tr.greedy_tree(rates, 25)
+    got = _metric(at, "E[N] with acceptance x 1.20 per level")
+    assert got == f"{expected_length_with_depth_decay(tree, rates, 1.2):.3f}"
+    assert float(got) > tr.expected_accepted_length(tree, rates)
+    text = _text(at)
+    assert "but not always" in text and "0.37 / 0.47 / 0.33" in text
