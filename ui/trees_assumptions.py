@@ -12,12 +12,13 @@ import streamlit as st
 from specdec_core import h200_run
 from specdec_core import roofline as rl
 from specdec_core import steptime as stp
+from specdec_core import tree_cost as tc
 from specdec_core import trees as tr
 from specdec_core.coupling import optimal_acceptance
 from specdec_core.tree_optimal import MAX_DEPTH_FACTOR, expected_length_with_depth_decay, optimal_tree
 from ui.controls import bound_radio, slider_input
 
-MODELLED, FIXED = "modelled", "fixed"
+MODELLED, FIXED, MEDUSA = "modelled", "fixed", "medusa"
 LOSSLESS = ("Exact means the emitted law is the target's, in exact arithmetic. In floating point a verify pass "
             "sums in another order than a one-token step, so near-ties can flip: the guarantee is the "
             "distribution, 'lossless up to the precision of hardware numerics', as vLLM's docs put it.")
@@ -66,23 +67,37 @@ def assumptions_panel(tree: tr.Tree, rates: np.ndarray) -> None:
                   f"{decayed - full:+.3f} against the positional model", delta_color="off")
 
 
-def draft_pass_control() -> float | None:
-    """None: the step-time model prices each draft pass; else every pass costs this many target decode steps."""
-    how = bound_radio("Draft pass cost", [MODELLED, FIXED], key="dcost", default=MODELLED,
-                      format_func={MODELLED: "modelled (the draft's shape on this hardware)",
-                                   FIXED: "fixed per pass (launch-bound: a separate small model)"}.get)
+def draft_pass_control() -> tuple[float | None, str]:
+    """(None: the step-time model prices each draft pass, else every pass's cost in target decode steps; drafter)."""
+    how = bound_radio("Draft pass cost", [MODELLED, FIXED, MEDUSA], key="dcost", default=MODELLED,
+                      format_func={MODELLED: "modelled (the draft's shape on this hardware, one pass per depth)",
+                                   FIXED: "fixed per pass, one pass per depth (EAGLE head, or a separate model)",
+                                   MEDUSA: "fixed per pass, one pass per tree (Medusa heads)"}.get)
     if how == MODELLED:
-        return None
-    return float(slider_input("one draft pass, in target decode steps", "dpass", 0.0, 1.0, 0.3, 0.01, "%.2f"))
+        return None, tc.PER_DEPTH
+    cost = float(slider_input("one draft pass, in target decode steps", "dpass", 0.0, 1.0, 0.3, 0.01, "%.2f"))
+    return cost, (tc.PER_TREE if how == MEDUSA else tc.PER_DEPTH)
 
 
-def draft_pass_caption(draft_pass: float | None, depth: int) -> str:
-    """Why a tree's win rests on a cheap draft pass."""
+def draft_pass_caption(draft_pass: float | None, depth: int, drafter: str = tc.PER_DEPTH) -> str:
+    """Why a tree's win rests on a cheap draft pass, and how many passes this drafter pays."""
     if draft_pass is None:
         return ("A tree of depth d costs d draft passes per round. Trees pay with heads whose passes are nearly "
-                "free (EAGLE, Medusa); with a separate draft model, try a fixed cost per pass.")
+                "free: an EAGLE head runs one cheap pass per depth, and Medusa's heads propose every depth in one "
+                "pass; with a separate draft model, try a fixed cost per pass.")
+    if drafter == tc.PER_TREE:
+        return (f"Medusa's heads read the target's last hidden state and propose all {depth} depths at once: one "
+                f"draft pass of {draft_pass:.2f} target steps per round, for the tree and for every chain.")
     return (f"Each of the tree's {depth} draft passes costs {draft_pass:.2f} target steps: "
-            f"{depth * draft_pass:.2f} per round before verification.")
+            f"{depth * draft_pass:.2f} per round before verification (EAGLE or a separate model: one pass per depth).")
+
+
+def head_words(roofline: tuple[float, float], heads: list[tuple[float, float, float]], batch: int) -> str:
+    """The same tree priced two ways: the roofline's 1B draft, and an EAGLE-class head at HEAD_PASS steps a pass."""
+    span = " and ".join(f"{tree:.2f}x against {chain:.2f}x at {c:.2f} steps per pass" for c, tree, chain in heads)
+    return (f"At B = {batch}, priced by the roofline (a separate draft model), this tree gives {roofline[0]:.2f}x "
+            f"against the best chain's {roofline[1]:.2f}x. With an EAGLE-class head (one pass per depth) it gives "
+            f"{span}.")
 
 
 def hbm_warning(target: str, draft: str, hw: str, mode: str, context: int, batch: int) -> str | None:
