@@ -41,6 +41,8 @@ def test_crossing_is_the_cores_and_never_falls_only_when_there_is_none(app_test)
     assert "below 1 from B = 1" in slow and "never falls to 1" not in slow
     never = _prose(app_test("views/roofline.py", steps="measured"))        # alpha 0.8, gamma 3
     assert "never falls to 1 up to B = 1,024 at context 2,048" in never
+    off = _prose(app_test("views/roofline.py", steps="measured", gamma="0"))
+    assert "exactly 1 at every batch" in off and "slowdown" not in off
 
 
 def test_fit_values_are_computed_labelled_and_extrapolation_marked(app_test) -> None:

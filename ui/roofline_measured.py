@@ -82,6 +82,8 @@ def fit_range_label(fit_ok: bool, batch: int, gamma: int) -> str:
 
 def crossing_words(gamma: int, alpha: float, context: int) -> str:
     """Where the model's speedup falls to 1 on the batch axis up to B = 1,024, in words."""
+    if gamma == 0:
+        return "With gamma = 0 nothing is drafted: the speedup is exactly 1 at every batch"
     cross = model_crossing(gamma, alpha, context)
     if cross is None:
         return f"The model's speedup never falls to 1 up to B = 1,024 at context {context:,}"
