@@ -201,8 +201,9 @@ SENIOR_QUESTIONS: tuple[tuple, ...] = (
     (
         "trees_need_heads",
         "a tree is free to draft",
-        "A 25-node, depth-6 tree beats the best chain 1.80x to 1.45x with a cheap draft. With a separate 1B model "
-        "whose pass costs 0.3 target steps at batch 1, what happens?",
+        "A 25-node, depth-6 tree beats the best chain 1.80x to 1.45x with a 1B draft priced by the roofline "
+        "(with an EAGLE-class head at 0.03-0.05 target steps per pass: 2.76-3.04x to 1.87-2.01x). With a separate "
+        "1B model whose pass costs 0.3 target steps at batch 1, what happens?",
         (
             ("The tree still wins by the same margin: E[N] is unchanged", False,
                    "E[N] is, but the round now pays six draft passes at 0.3 each."),

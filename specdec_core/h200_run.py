@@ -176,6 +176,12 @@ def pair_rows() -> list[PairRow]:
     return out
 
 
+def alpha_by_position(pair: str, temperature: str, gamma: int) -> list[float]:
+    """The measured acceptance at each draft position (1..gamma) of one pair's run, e.g. ("smollm2-eagle", "T=1", 3)."""
+    rows = load()["engine"]["stages"]["pairs"][pair][temperature]["rows"]
+    return [_finite(a) for a in next(r for r in rows if r["gamma"] == gamma)["alpha_per_position"]]
+
+
 def graph_steps() -> list[GraphStep]:
     """The decode step at 1, 4, 16 and 64 new tokens, eager against replayed from a CUDA graph (same logits)."""
     stage = load()["graph_step"]["graph_step"]

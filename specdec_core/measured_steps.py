@@ -13,6 +13,11 @@ t_draft(K, gamma):
     v = t_pass(B L, B (gamma + 1)) / t_pass(B L, B)        c = t_draft / (gamma x t_pass(B L, B))
     speedup = E[N] (t_pass(B L, B) + o) / (gamma c t_pass(B L, B) + v t_pass(B L, B) + o)
 
+A fit holds where it was fitted: the batches and draft lengths of its data. A feature-level head (EAGLE) drafts in
+gamma sequential passes, so past the longest fitted draft length g_max the round is priced per pass,
+t_draft(gamma) = t_draft(g_max) gamma / g_max, and flagged as an extrapolation, as is every batch past the largest
+fitted one.
+
 The constants come from published fits; each names its source. They describe one engine, one model and one GPU:
 what they show is how far a roofline is from a measured engine, not a law for every deployment.
 """
@@ -44,6 +49,8 @@ class StepFit:
     draft_s_fixed: float     # per round
     overhead_s: float        # host overhead per engine step (scheduling, sampling), paid with or without a draft
     source: str
+    batches: tuple[int, ...]       # the batches the fit was fitted on
+    draft_gammas: tuple[int, ...]  # the draft lengths the fit was fitted on
 
 
 FITS: dict[str, StepFit] = {
@@ -53,9 +60,28 @@ FITS: dict[str, StepFit] = {
         draft_s_kv=2.37768493e-09, draft_s_token=8.41429603e-07, draft_s_fixed=2.13526175e-03,
         overhead_s=1.20683946e-03,
         source=("SpecDecode-Bench, simulator/predictor.py (class Llama8BH100, commit 260263c), fitted to vLLM "
-                "forward passes on one H100 with InstructCoder prompts at batch 1, 8, 16, 32 and 64"),
+                "forward passes on one H100 with InstructCoder prompts at batch 1, 8, 16, 32 and 64; its fixed "
+                "draft lengths are 1, 3 and 5"),
+        batches=(1, 8, 16, 32, 64), draft_gammas=(1, 3, 5),
     ),
 }
+
+
+@dataclass(frozen=True)
+class Published:
+    """A published serving speedup (throughput with speculation / without) at one batch."""
+
+    proposer: str
+    engine: str
+    batch: int
+    speedup: float
+    source: str
+
+
+PUBLISHED: tuple[Published, ...] = (
+    Published("EAGLE-3", "SGLang", 1, 2.36, "EAGLE-3 (Li et al., 2025), SGLang on one H100, Llama-3.1-8B, batch 1"),
+    Published("EAGLE-3", "SGLang", 64, 1.38, "EAGLE-3 (Li et al., 2025), SGLang on one H100, Llama-3.1-8B, batch 64"),
+)
 
 
 def check_fit(name: str) -> StepFit:
@@ -82,10 +108,28 @@ def pass_s(fit: StepFit, kv_tokens: ArrayLike, tokens: ArrayLike) -> NDArray[np.
         + fit.s_fixed
 
 
-def draft_round_s(fit: StepFit, kv_tokens: ArrayLike, gamma: int) -> NDArray[np.float64]:
-    """t_draft = K d_kv + (gamma + 1) d_token + d_fixed: the source charges gamma + 1 proposal slots per round."""
+def fitted_round_s(fit: StepFit, kv_tokens: ArrayLike, gamma: int) -> NDArray[np.float64]:
+    """The fit's own round, K d_kv + (gamma + 1) d_token + d_fixed (the source charges gamma + 1 proposal slots)."""
     return np.asarray(kv_tokens, dtype=np.float64) * fit.draft_s_kv + (gamma + 1) * fit.draft_s_token \
         + fit.draft_s_fixed
+
+
+def gamma_in_fit(fit: StepFit, gamma: int) -> bool:
+    """Whether gamma is within the draft lengths the fit was fitted on (gamma <= g_max)."""
+    return int(gamma) <= max(fit.draft_gammas)
+
+
+def batch_in_fit(fit: StepFit, batch: ArrayLike) -> NDArray[np.bool_]:
+    """Whether each batch is within the fitted batches (B <= the largest)."""
+    return np.asarray(batch, dtype=np.float64) <= max(fit.batches)
+
+
+def draft_round_s(fit: StepFit, kv_tokens: ArrayLike, gamma: int) -> NDArray[np.float64]:
+    """t_draft(gamma): the fit's round up to g_max; past it t_draft(g_max) gamma / g_max (gamma sequential passes)."""
+    g_max = max(fit.draft_gammas)
+    if gamma_in_fit(fit, gamma):
+        return fitted_round_s(fit, kv_tokens, gamma)
+    return fitted_round_s(fit, kv_tokens, g_max) * (gamma / g_max)
 
 
 @dataclass(frozen=True)
@@ -100,6 +144,7 @@ class MeasuredCurve:
     c: NDArray[np.float64]           # draft_s / (gamma decode_s)
     v: NDArray[np.float64]           # verify_s / decode_s
     speedup: NDArray[np.float64]     # E[N] (decode_s + o) / (draft_s + verify_s + o)
+    in_fit: NDArray[np.bool_]        # batch and gamma both within what the fit was fitted on
 
 
 def measured_curve(fit: StepFit, gamma: int, alpha: float, context: int, batch: ArrayLike) -> MeasuredCurve:
@@ -113,7 +158,8 @@ def measured_curve(fit: StepFit, gamma: int, alpha: float, context: int, batch: 
     dra = draft_round_s(fit, kv, g) if g > 0 else np.zeros_like(dec)
     c = dra / (g * dec) if g > 0 else np.zeros_like(dec)
     s = expected_tokens(alpha, g) * (dec + fit.overhead_s) / (dra + ver + fit.overhead_s)
-    return MeasuredCurve(b, dec, ver, dra, fit.overhead_s, c, ver / dec, np.asarray(s, dtype=np.float64))
+    in_fit = batch_in_fit(fit, b) & gamma_in_fit(fit, g)
+    return MeasuredCurve(b, dec, ver, dra, fit.overhead_s, c, ver / dec, np.asarray(s, dtype=np.float64), in_fit)
 
 
 def measured_v(fit: StepFit, gamma: int, context: int, batch: ArrayLike) -> NDArray[np.float64]:

@@ -343,12 +343,14 @@ def gamma_costs(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: s
 
 def best_gamma_against_batch(target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str, alpha: float,
                              context: int, batch: ArrayLike, max_gamma: int = 16,
-                             kv: str = "bf16", c: float | None = None) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+                             kv: str = "bf16", c: float | None = None,
+                             one_pass: bool = False) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """For each B: argmax over gamma in 0..max_gamma of E[N](alpha, gamma) / (gamma c(B) + v(gamma, B)).
 
     v grows with gamma once the linear layers are compute-bound, so the search re-prices every gamma;
     gamma = 0 (do not speculate) scores exactly 1; ties go to the smaller gamma. A given `c` (target steps per
     draft pass) replaces the modelled draft, e.g. a launch-bound draft whose pass costs the same at any batch.
+    one_pass: the draft proposes all gamma tokens in one pass (Medusa heads), so the round pays c, not gamma c.
     """
     check_alpha(alpha)
     gmax = int(check_gamma(max_gamma, "max_gamma"))
@@ -361,7 +363,8 @@ def best_gamma_against_batch(target: DecoderShape, draft: DecoderShape, hw: Hard
         c_b = step_time(draft, hw, mode, b, 1, context, kv).total_s / dec         # (*B)
     else:
         c_b = np.full_like(dec, check_draft_pass(c))                              # (*B)
-    s = np.asarray(expected_tokens(alpha, g)) / (g * c_b[None] + ver / dec[None])  # (G, *B)
+    passes = np.minimum(g, 1) if one_pass else g                                  # draft passes per round
+    s = np.asarray(expected_tokens(alpha, g)) / (passes * c_b[None] + ver / dec[None])  # (G, *B)
     best = np.argmax(s, axis=0)                                                   # first maximum: smaller gamma
     return best.astype(np.int64), np.take_along_axis(s, best[None], axis=0)[0]
 

@@ -6,7 +6,10 @@ that get children (a chain: gamma passes of one token each), and the target veri
 sequences x T new tokens (``steptime.step_time``):
     c_tree = sum_d t_draft(B, w_d) / t_target(B, 1),   v = t_target(B, n + 1) / t_target(B, 1),
     speedup = E[N] / (c_tree + v).
-A chain of gamma gives c_tree = gamma c and v = v(gamma), as ``steptime.spec_curve`` does.
+A chain of gamma gives c_tree = gamma c and v = v(gamma), as ``steptime.spec_curve`` does. That is how an
+autoregressive drafter runs (a separate draft model, or an EAGLE head fed its own features: one pass per depth).
+Medusa's heads read the target's last hidden state and propose every depth at once: one draft pass per tree
+(or chain), whatever its depth.
 
 Serving: each round the target computes n + 1 positions per sequence and E[N] of them become output.
 Goodput is B E[N] / t_round tokens per second, against B / t_target(B, 1) without speculation; the other
@@ -32,6 +35,19 @@ from specdec_core.trees import (
     expected_accepted_length,
     verify_tokens,
 )
+
+PER_DEPTH, PER_TREE = "per_depth", "per_tree"
+HEAD_PASS = (0.03, 0.05)   # one pass of an EAGLE-class head, in target decode steps (one decoder layer + LM head)
+DRAFTERS = {PER_DEPTH: "one draft pass per depth (EAGLE head, or a separate draft model)",
+            PER_TREE: "one draft pass per tree (Medusa heads: every depth at once)"}
+
+
+def draft_passes(tree: Tree, drafter: str = PER_DEPTH) -> int:
+    """Draft passes per round: the tree's depth for an autoregressive drafter, 1 for Medusa heads (0 for no nodes)."""
+    if drafter not in DRAFTERS:
+        raise ValueError(f"unknown drafter {drafter!r}; known: {', '.join(DRAFTERS)}")
+    depth = len(draft_widths(tree))
+    return depth if drafter == PER_DEPTH else min(depth, 1)
 
 
 def pass_time(shape: DecoderShape, hw: Hardware, mode: str, batch: ArrayLike, tokens: int,
@@ -64,21 +80,26 @@ class TreeCost:
 
 
 def tree_cost(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str,
-              context: int, batch: ArrayLike, draft_pass: float | None = None) -> TreeCost:
+              context: int, batch: ArrayLike, draft_pass: float | None = None, drafter: str = PER_DEPTH) -> TreeCost:
     """c_tree, v, speedup and the serving rates of one tree, for every batch in `batch`.
 
     draft_pass (target decode steps) prices every draft pass the same, whatever its width and the batch: a
-    launch-bound draft (a separate small model at batch 1) rather than the roofline's; None keeps the model's.
+    launch-bound draft (a separate small model at batch 1) or a head rather than the roofline's; None keeps the
+    model's. drafter: PER_DEPTH (c_tree = depth x draft_pass) or PER_TREE (Medusa: c_tree = draft_pass), which
+    needs a draft_pass, as Medusa's heads are not the draft model's shape.
     """
     b = check_batch(batch)
+    n_passes = draft_passes(tree, drafter)
+    if drafter == PER_TREE and draft_pass is None:
+        raise ValueError("Medusa heads are priced per pass: give the draft pass's cost in target steps")
     e_n = expected_accepted_length(tree, rates)
     decode = pass_time(target, hw, mode, b, 1, context)
     verify = pass_time(target, hw, mode, b, verify_tokens(tree), context)
     if draft_pass is None:
         drafts = sum((pass_time(draft, hw, mode, b, int(w), context) for w in draft_widths(tree)),
                      np.zeros_like(decode))
-    else:                                          # one pass per depth, each draft_pass target steps
-        drafts = len(draft_widths(tree)) * steptime.check_draft_pass(draft_pass) * decode
+    else:                                          # n_passes passes, each draft_pass target steps
+        drafts = n_passes * steptime.check_draft_pass(draft_pass) * decode
     round_s = drafts + verify
     return TreeCost(
         batch=b, e_n=e_n, n_nodes=tree.n_nodes, decode_s=decode, draft_s=drafts, verify_s=verify,
@@ -89,11 +110,12 @@ def tree_cost(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: Decoder
 
 def best_chain_against_batch(a1: float, target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str,
                              context: int, batch: ArrayLike, max_gamma: int = 16,
-                             draft_pass: float | None = None) -> tuple[NDArray, NDArray]:
+                             draft_pass: float | None = None,
+                             drafter: str = PER_DEPTH) -> tuple[NDArray, NDArray]:
     """(best gamma, its speedup) at each batch for a chain with acceptance a_1, v(gamma, B) re-priced per gamma;
-    gamma = 0 means switching speculation off (speedup exactly 1); draft_pass as in tree_cost."""
+    gamma = 0 means switching speculation off (speedup exactly 1); draft_pass and drafter as in tree_cost."""
     return steptime.best_gamma_against_batch(target, draft, hw, mode, a1, context, check_batch(batch), max_gamma,
-                                             c=draft_pass)
+                                             c=draft_pass, one_pass=drafter == PER_TREE)
 
 
 def first_batch_not_above(first: ArrayLike, second: ArrayLike, batch: ArrayLike) -> float | None:
@@ -117,13 +139,15 @@ class TreeVsChain:
 
 
 def tree_vs_chain(tree: Tree, rates: ArrayLike, target: DecoderShape, draft: DecoderShape, hw: Hardware, mode: str,
-                  context: int, batch: ArrayLike, draft_pass: float | None = None) -> TreeVsChain:
+                  context: int, batch: ArrayLike, draft_pass: float | None = None,
+                  drafter: str = PER_DEPTH) -> TreeVsChain:
     """The tree against a chain of its budget and against the best chain (acceptance a_1, gamma re-chosen per B);
-    draft_pass prices every draft pass of all three the same way (tree_cost)."""
+    draft_pass and drafter price every draft pass of all three the same way (tree_cost)."""
     a = check_rates(rates)
-    t = tree_cost(tree, a, target, draft, hw, mode, context, batch, draft_pass)
-    c = tree_cost(chain(min(tree.n_nodes, MAX_DEPTH)), a, target, draft, hw, mode, context, batch, draft_pass)
+    t = tree_cost(tree, a, target, draft, hw, mode, context, batch, draft_pass, drafter)
+    c = tree_cost(chain(min(tree.n_nodes, MAX_DEPTH)), a, target, draft, hw, mode, context, batch, draft_pass,
+                  drafter)
     gammas, best = best_chain_against_batch(float(a[0]), target, draft, hw, mode, context, t.batch,
-                                            draft_pass=draft_pass)
+                                            draft_pass=draft_pass, drafter=drafter)
     return TreeVsChain(t, c, gammas, best, t.plain_tps * best, first_batch_not_above(t.speedup, best, t.batch),
                        first_batch_not_above(gammas, 0, t.batch))

@@ -94,18 +94,22 @@ def _breadth_first(parent: list[int], rank: list[int]) -> Tree:
     return Tree(tuple(new[parent[o]] if parent[o] >= 0 else -1 for o in order), tuple(rank[o] for o in order))
 
 
-def expected_length_with_depth_decay(tree: Tree, rates: ArrayLike, decay: float) -> float:
-    """E[N] = 1 + sum_j prod_{i in path(j)} a_rank(i) decay^(depth(i) - 1): deeper positions accept less (decay < 1).
+MAX_DEPTH_FACTOR = 2.0   # per-level acceptance factor: past 2, a rate of 0.5 reaches 1 by the second level
 
-    decay = 1 is positional acceptance (trees.expected_accepted_length); real drafts drift from the target with
-    depth, so a measured tree's rates fall along the path.
+
+def expected_length_with_depth_decay(tree: Tree, rates: ArrayLike, decay: float) -> float:
+    """E[N] = 1 + sum_j prod_{i in path(j)} clip(a_rank(i) decay^(depth(i) - 1), 0, 1): acceptance scaled per level.
+
+    decay = 1 is positional acceptance (trees.expected_accepted_length); below 1 deeper positions accept less, above
+    1 they accept more (a draft conditioned on accepted tokens can agree more once a phrase is under way). The
+    factor is bounded to [0, MAX_DEPTH_FACTOR] and each scaled rate is clipped to [0, 1].
     """
     a = check_rates(rates)
-    if not 0.0 <= float(decay) <= 1.0:
-        raise ValueError(f"depth decay must be in [0, 1]; got {decay!r}")
+    if not 0.0 <= float(decay) <= MAX_DEPTH_FACTOR:
+        raise ValueError(f"depth decay must be in [0, {MAX_DEPTH_FACTOR:g}]; got {decay!r}")
     pi = np.zeros(tree.n_nodes)
     depth = tree.depth
     for j, (par, r) in enumerate(zip(tree.parent, tree.rank)):
-        step = (a[r - 1] if r <= a.size else 0.0) * float(decay) ** (int(depth[j]) - 1)
+        step = min(1.0, (a[r - 1] if r <= a.size else 0.0) * float(decay) ** (int(depth[j]) - 1))
         pi[j] = step * (1.0 if par < 0 else pi[par])
     return 1.0 + float(pi.sum())

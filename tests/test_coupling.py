@@ -1,5 +1,5 @@
-"""The optimal-transport bound for k i.i.d. drafts against a linear programme over the joint law, and against
-recursive rejection (which is exact but accepts less)."""
+"""The subset bound for k i.i.d. drafts (Hu et al., ICLR 2025) against a linear programme over the joint law, against
+brute force over every token set, and against recursive rejection (which is exact but accepts less)."""
 
 from __future__ import annotations
 
@@ -71,6 +71,34 @@ def test_bound_is_never_below_recursive_rejection() -> None:
             assert optimal_acceptance(p, q, k) >= float(md.acceptance_by_k(p, q, k, md.IID)[k - 1]) - 1e-12
 
 
-def test_vocabulary_cap_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="vocabulary at most 16"):
-        optimal_acceptance(np.full(17, 1 / 17), np.full(17, 1 / 17), 2)
+def brute_force_acceptance(p: np.ndarray, q: np.ndarray, k: int) -> float:
+    """min over all 2^V token sets B of 2 - p(B) - (1 - q(B))^k (the reference on small V)."""
+    pb, qb = np.zeros(1), np.zeros(1)
+    for pi, qi in zip(p, q, strict=True):          # doubling: sets without token i, then with it
+        pb, qb = np.concatenate([pb, pb + pi]), np.concatenate([qb, qb + qi])
+    return float(np.clip(np.min(2.0 - pb - (1.0 - np.clip(qb, 0.0, 1.0)) ** k), 0.0, 1.0))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sorted_prefix_equals_brute_force_on_small_vocabularies(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    v = int(rng.integers(2, 13))
+    p, q = rng.dirichlet(np.full(v, rng.uniform(0.2, 2.0))), rng.dirichlet(np.full(v, rng.uniform(0.2, 2.0)))
+    if seed % 4 == 0:                               # zeros and ties: q = 0 where p > 0, p = 0 where q > 0
+        p[0], q[1] = 0.0, 0.0
+        p, q = p / p.sum(), q / q.sum()
+    if seed % 4 == 1:
+        q = p.copy()                                # every ratio tied
+    for k in (1, 2, 3, 5):
+        assert optimal_acceptance(p, q, k) == pytest.approx(brute_force_acceptance(p, q, k), abs=1e-12)
+
+
+def test_bound_at_smollm2_vocabulary_is_computed_and_consistent() -> None:
+    rng = np.random.default_rng(3)
+    v = 49_152
+    p, q = rng.dirichlet(np.full(v, 0.05)), rng.dirichlet(np.full(v, 0.05))
+    one = optimal_acceptance(p, q, 1)
+    assert one == pytest.approx(acceptance_rate(p, q), abs=1e-9)          # k = 1: 1 - TV
+    ks = [optimal_acceptance(p, q, k) for k in (1, 2, 4, 8)]
+    assert all(b >= a - 1e-12 for a, b in zip(ks, ks[1:], strict=False)) and ks[-1] <= 1.0
+    assert ks[1] >= float(md.acceptance_by_k(p, q, 2, md.IID)[1]) - 1e-9

@@ -101,3 +101,23 @@ def test_imperfect_overlap_and_logits_traffic_only_add_time() -> None:
     extra = 256 * 4 * 128_256 * 8 / (H100.bandwidth)  # B T vocab x 8 bytes at the HBM bandwidth
     np.testing.assert_allclose(logit.total_s - base.total_s, extra, rtol=1e-9)
     assert len(logit.kernels) == 4 and len(base.kernels) == 3
+
+
+def test_draft_round_grows_with_gamma_past_the_fitted_lengths() -> None:
+    """An EAGLE head drafts in gamma sequential passes: past the fitted lengths (1, 3, 5) the round is priced per
+    pass, so its cost in target steps (gamma c) rises in proportion and c no longer falls as 1 / gamma."""
+    gammas = [1, 3, 5, 8, 16]
+    cur = {g: measured_curve(FIT, g, 0.8, 2048, 1) for g in gammas}
+    round_steps = [float(g * cur[g].c) for g in gammas]
+    assert all(b > a for a, b in zip(round_steps, round_steps[1:], strict=False))
+    assert round_steps[-1] == pytest.approx(round_steps[2] * 16 / 5, rel=1e-12)
+    assert float(cur[16].c) == pytest.approx(float(cur[5].c), rel=1e-12)
+    assert float(cur[8].c) >= float(cur[5].c) - 1e-15
+    s8, s16 = float(cur[8].speedup), float(cur[16].speedup)
+    assert s8 < 3.0 and s16 < s8         # the flat 2.1 ms round gave 3.27x and 3.63x
+    assert cur[5].in_fit.all() and not cur[8].in_fit.any()
+
+
+def test_in_fit_marks_batches_past_the_fitted_ones() -> None:
+    cur = measured_curve(FIT, 3, 0.8, 2048, [1, 32, 64, 65, 256])
+    assert list(cur.in_fit) == [True, True, True, False, False]

@@ -137,4 +137,83 @@ def test_depth_decay_is_positional_at_one_and_shrinks_deep_trees_more() -> None:
             for name, t in (("deep", deep), ("wide", wide))}
     assert loss["deep"] > loss["wide"] > 0
     with pytest.raises(ValueError, match="depth decay"):
-        expected_length_with_depth_decay(deep, rates, 1.5)
+        expected_length_with_depth_decay(deep, rates, 2.5)
+
+
+def test_depth_factor_above_one_raises_deep_acceptance_clipped_at_one() -> None:
+    from specdec_core.tree_optimal import expected_length_with_depth_decay
+
+    rates = (0.6, 0.2, 0.1)
+    deep = tr.chain(5)
+    # a chain by hand with each scaled rate clipped to 1: 0.6, 0.78, 1.0, 1.0, 1.0
+    steps = [min(1.0, 0.6 * 1.3 ** i) for i in range(5)]
+    want = 1 + sum(np.prod(steps[:d]) for d in range(1, 6))
+    got = expected_length_with_depth_decay(deep, rates, 1.3)
+    assert got == pytest.approx(want, abs=1e-12)
+    assert got > tr.expected_accepted_length(deep, rates)
+    assert expected_length_with_depth_decay(deep, (0.9,), 2.0) == pytest.approx(1 + 0.9 * 5, abs=1e-12)
+
+
+def _page_default_tree():
+    from specdec_core import proof_cases as pc
+    from specdec_core import roofline as rl
+    from specdec_core import steptime as stp
+    from specdec_core.multidraft import WOR
+
+    p, q = pc.preset_pair("q_sharper", 10, 0)
+    rates = tr.rank_rates(p, q, 4, WOR)
+    args = (stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"], "bf16", 256, [1])
+    return tr.greedy_tree(rates, 25), rates, args
+
+
+def test_medusa_pays_one_draft_pass_per_tree_eagle_one_per_depth() -> None:
+    from specdec_core import steptime as stp
+    from specdec_core import tree_cost as tc
+    from specdec_core.algebra import expected_tokens
+
+    tree, rates, args = _page_default_tree()
+    depth = int(tree.depth.max())
+    assert tc.draft_passes(tree, tc.PER_DEPTH) == depth == 6 and tc.draft_passes(tree, tc.PER_TREE) == 1
+    eagle = tc.tree_vs_chain(tree, rates, *args, draft_pass=0.3, drafter=tc.PER_DEPTH)
+    medusa = tc.tree_vs_chain(tree, rates, *args, draft_pass=0.3, drafter=tc.PER_TREE)
+    e_n, v = tr.expected_accepted_length(tree, rates), float(medusa.tree.v[0])
+    assert float(eagle.tree.c_tree[0]) == pytest.approx(depth * 0.3)
+    assert float(medusa.tree.c_tree[0]) == pytest.approx(0.3)
+    assert float(medusa.tree.speedup[0]) == pytest.approx(e_n / (0.3 + v))
+    assert float(medusa.tree.speedup[0]) > float(eagle.tree.speedup[0])
+    # Medusa's best chain: one pass for any gamma >= 1
+    vg = stp.gamma_costs(*args[:5], 1, 16).v
+    by_hand = max([1.0] + [float(expected_tokens(float(rates[0]), g)) / (0.3 + float(vg[g])) for g in range(1, 17)])
+    assert float(medusa.best_speedup[0]) == pytest.approx(by_hand)
+    assert float(medusa.best_speedup[0]) > float(eagle.best_speedup[0])
+    with pytest.raises(ValueError, match="Medusa heads are priced per pass"):
+        tc.tree_cost(tree, rates, *args, drafter=tc.PER_TREE)
+    with pytest.raises(ValueError, match="unknown drafter"):
+        tc.draft_passes(tree, "nope")
+
+
+def test_the_drill_tree_with_a_head_gives_about_3x_against_2x() -> None:
+    """The drill's 1.80x against 1.45x prices a 1B draft by the roofline; a head at 0.03-0.05 target steps per pass
+    (one per depth) gives 2.76-3.04x against the best chain's 1.87-2.01x."""
+    from specdec_core import tree_cost as tc
+
+    tree, rates, args = _page_default_tree()
+    lo, hi = (tc.tree_vs_chain(tree, rates, *args, draft_pass=c) for c in tc.HEAD_PASS)
+    assert float(lo.tree.speedup[0]) == pytest.approx(3.04, abs=0.005)
+    assert float(lo.best_speedup[0]) == pytest.approx(2.01, abs=0.005)
+    assert float(hi.tree.speedup[0]) == pytest.approx(2.76, abs=0.005)
+    assert float(hi.best_speedup[0]) == pytest.approx(1.87, abs=0.005)
+
+
+def test_the_trees_drill_states_both_pricings_as_the_core_computes() -> None:
+    from content import interview_senior as sen
+    from specdec_core import tree_cost as tc
+
+    prompt = next(q[2] for q in sen.SENIOR_QUESTIONS if q[0] == "trees_need_heads")
+    tree, rates, args = _page_default_tree()
+    roof = tc.tree_vs_chain(tree, rates, *args)
+    lo, hi = (tc.tree_vs_chain(tree, rates, *args, draft_pass=c) for c in tc.HEAD_PASS)
+    assert f"{roof.tree.speedup[0]:.2f}x to {roof.best_speedup[0]:.2f}x" in prompt and "roofline" in prompt
+    assert f"{hi.tree.speedup[0]:.2f}-{lo.tree.speedup[0]:.2f}x to {hi.best_speedup[0]:.2f}-" \
+           f"{lo.best_speedup[0]:.2f}x" in prompt
+    assert f"{tc.HEAD_PASS[0]:.2f}-{tc.HEAD_PASS[1]:.2f} target steps per pass" in prompt

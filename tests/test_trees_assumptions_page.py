@@ -34,7 +34,8 @@ def test_defaults_state_positional_acceptance_and_the_ot_bound(app_test) -> None
     p, q = pc.preset_pair("q_sharper", 10)
     text = _text(at)
     assert "positional acceptance" in text and "hardware numerics" in text
-    assert f"{optimal_acceptance(p, q, 3):.4f}" in text and "SpecTr" in text and "Sequoia" in text
+    assert f"{optimal_acceptance(p, q, 3):.4f}" in text and "Hu et al., ICLR 2025" in text and "Sequoia" in text
+    assert "(the optimal coupling, SpecTr" not in text
 
 
 def test_the_optimal_tree_beats_greedy_on_rising_rates(app_test) -> None:
@@ -73,3 +74,41 @@ def test_hbm_warning_where_the_batch_does_not_fit(app_test, ctx: str, batch: str
                                   stp.SHAPES["Llama-3.2-1B (draft)"], "bf16", int(ctx))
     assert bool(warned) == (lim < 1024)
     assert any(f"B = {batch} does not fit" in w for w in warned) == (not fits)
+
+
+def test_depth_factor_goes_above_one_and_drift_is_qualified(app_test) -> None:
+    at = app_test(PAGE, decay="1.2", **FAST)
+    assert not at.exception
+    p, q = pc.preset_pair("q_sharper", 10)
+    rates = tr.rank_rates(p, q, 4, WOR)
+    tree = tr.greedy_tree(rates, 25)
+    got = _metric(at, "E[N] with acceptance x 1.20 per level")
+    assert got == f"{expected_length_with_depth_decay(tree, rates, 1.2):.3f}"
+    assert float(got) > tr.expected_accepted_length(tree, rates)
+    text = _text(at)
+    assert "but not always" in text and "0.37 / 0.47 / 0.33" in text
+
+
+def test_medusa_is_priced_one_pass_per_tree_on_the_page(app_test) -> None:
+    from specdec_core import tree_cost as tc
+
+    at = app_test(PAGE, dcost="medusa", dpass="0.3", **FAST)
+    assert not at.exception
+    p, q = pc.preset_pair("q_sharper", 10)
+    rates = tr.rank_rates(p, q, 4, WOR)
+    tree = tr.greedy_tree(rates, 25)
+    args = (stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"], "bf16", 256,
+            np.array([1.0]), 0.3)
+    medusa = tree_vs_chain(tree, rates, *args, drafter=tc.PER_TREE)
+    assert _metric(at, "draft cost c_tree") == "0.300"
+    assert _metric(at, "speedup, tree") == f"{medusa.tree.speedup[0]:.2f}x" != "1.28x"
+    assert _metric(at, f"best chain: gamma {int(medusa.best_gamma[0])}") == f"{medusa.best_speedup[0]:.2f}x"
+    assert "one draft pass of 0.30 target steps per round" in _text(at)
+
+
+def test_the_tree_is_shown_with_a_roofline_draft_and_with_a_head(app_test) -> None:
+    at = app_test(PAGE, **FAST)
+    assert not at.exception
+    text = _text(at)
+    assert "this tree gives 1.80x against the best chain's 1.45x" in text
+    assert "3.04x against 2.01x at 0.03 steps per pass" in text and "2.76x against 1.87x at 0.05" in text

@@ -17,8 +17,11 @@ EN_LATEX = (r"E[N] = 1 + \frac{\text{accepted}}{\text{drafts}} = 1 + \sum_{j=1}^
             r" = 1 + \sum_{i=1}^{\gamma}\prod_{j\le i}\alpha_j")
 
 SELF_DRAFT = (
-    "**Why the same model as its own draft does not reach alpha = 1.** At temperature 0 it does: both sides take "
-    "the argmax of the same weights, and every draft token is accepted. At T > 0 the target *samples* from p "
+    "**Why the same model as its own draft does not reach alpha = 1.** At temperature 0 it almost does: both "
+    "sides take the argmax of the same weights, so almost every draft token is accepted; not every one, because "
+    "the draft's single-token step and the target's batched verify pass sum in different orders and round "
+    "differently, so a near-tie can flip (lossless up to hardware numerics, not bit-identical). "
+    "At T > 0 the target *samples* from p "
     "(its sampler chain: temperature, top-k 40, top-p 0.95, min-p 0.05), while the draft proposes from its own "
     "sampler: with the *greedy* draft rule q is a point mass on the draft's argmax, and with the *probabilistic* "
     "rule q is the draft sampler's distribution, whose settings are not the target's. The weights are the same; "

@@ -9,7 +9,7 @@ import streamlit as st
 from specdec_core import roofline as rl
 from specdec_core import steptime as stp
 from specdec_core import trees as tr
-from specdec_core.tree_cost import TreeVsChain
+from specdec_core.tree_cost import HEAD_PASS, TreeVsChain
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, bound_text, slider_input
 from ui.presenter import show
@@ -81,9 +81,11 @@ def tree_section(p: np.ndarray, q: np.ndarray) -> None:
     with c3:
         context = int(bound_select("Context L (tokens)", data.CONTEXTS, key="ctx", default=data.CONTEXT_DEFAULT))
         batch = slider_input("batch B", "batch", 1, 1024, 1, 1)
-    draft_pass = ta.draft_pass_control()
+    draft_pass, drafter = ta.draft_pass_control()
     try:
-        r = data.cost_data(tree, rates, target, draft, hw, mode, context, draft_pass)
+        r = data.cost_data(tree, rates, target, draft, hw, mode, context, draft_pass, drafter)
+        roof = r if draft_pass is None else data.cost_data(tree, rates, target, draft, hw, mode, context, None)
+        heads = [(c, data.cost_data(tree, rates, target, draft, hw, mode, context, c)) for c in HEAD_PASS]
     except ValueError as exc:
         refuse(exc, "Pick a precision this hardware supports and a context the models allow.")
     i = int(np.argmin(np.abs(BATCH - batch)))
@@ -95,7 +97,10 @@ def tree_section(p: np.ndarray, q: np.ndarray) -> None:
     cols[4].metric(f"best chain: gamma {int(r.best_gamma[i])}", f"{r.best_speedup[i]:.2f}x")
     st.caption(f"At B = {int(BATCH[i])}, {target} verified by a {draft} draft on {hw}, context {context:,}. "
                "The step-time model of the roofline page prices every pass: speedup = E[N] / (c_tree + v). "
-               + ta.draft_pass_caption(draft_pass, int(tree.depth.max()) if tree.n_nodes else 0))
+               + ta.draft_pass_caption(draft_pass, int(tree.depth.max()) if tree.n_nodes else 0, drafter))
+    st.caption(ta.head_words((float(roof.tree.speedup[i]), float(roof.best_speedup[i])),
+                             [(c, float(h.tree.speedup[i]), float(h.best_speedup[i])) for c, h in heads],
+                             int(BATCH[i])))
     if warn := ta.hbm_warning(target, draft, hw, mode, context, int(BATCH[i])):
         st.warning(warn)
     curves = {"tree": r.tree.speedup, f"chain of {gamma}": r.chain.speedup, "best chain (gamma per B)": r.best_speedup}

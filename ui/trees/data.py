@@ -23,7 +23,7 @@ from specdec_core.multidraft import (
     exhaustive_multidraft_check,
     multidraft_distribution,
 )
-from specdec_core.tree_cost import TreeVsChain, tree_vs_chain
+from specdec_core.tree_cost import PER_DEPTH, TreeVsChain, tree_vs_chain
 from ui.figure_cache import cached_figure
 from ui.trees import figures as figs
 
@@ -108,7 +108,8 @@ def typical_checks(p: np.ndarray, q: np.ndarray, k: int, eps: float, delta: floa
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def cost_data(tree: tr.Tree, rates: np.ndarray, target: str, draft: str, hw: str, mode: str,
-              context: int, draft_pass: float | None) -> TreeVsChain:
-    """The tree against the chains, under the step-time model (draft passes at a fixed cost if given)."""
+              context: int, draft_pass: float | None, drafter: str = PER_DEPTH) -> TreeVsChain:
+    """The tree against the chains, under the step-time model (draft passes at a fixed cost if given; one per depth,
+    or one per tree for Medusa heads)."""
     return tree_vs_chain(tree, rates, stp.SHAPES[target], stp.SHAPES[draft], rl.HARDWARE[hw], mode, context, BATCH,
-                         draft_pass)
+                         draft_pass, drafter)
