@@ -199,3 +199,13 @@ def test_sglang_tree_scores_36_candidates_and_keeps_15_and_the_content_says_so()
 def test_vllm_lossless_is_quoted_exactly():
     from content import interview_senior as sen
     assert "theoretically lossless up to the precision limits of hardware numerics" in repr(sen.SENIOR_QUESTIONS)
+
+
+def test_the_tour_says_drills_score_within_two_tries_as_the_widget_grades():
+    import inspect
+
+    from content import interview_content as ic
+    from ui import interview_widgets
+    src = inspect.getsource(ic)
+    assert "Your first answer is the score" not in src
+    assert "within two tries" in src and "within two tries" in inspect.getsource(interview_widgets)
