@@ -177,8 +177,10 @@ SENIOR_QUESTIONS: tuple[tuple, ...] = (
                    "A emits the target's own samples (y when they disagree), so its law is p."),
             ("Both; B keeps more, sum min(p, q) >= sum p q", True,
                    "Both emit exactly p. A keeps x with probability sum_x p(x) q(x), B with sum_x min(p(x), q(x)), "
-                   "and p q <= min(p, q) for numbers in [0, 1]: B keeps at least as many. A is llama.cpp's "
-                   "default (with a greedy draft); its probabilistic option is B."),
+                   "and p q <= min(p, q) for numbers in [0, 1]: B keeps at least as many. With an argmax "
+                   "draft (q one-hot) B becomes: keep x with probability p(x), which is A's rate at x. llama.cpp "
+                   "drafts greedily by default, and so do vLLM V1 and TensorRT-LLM at any temperature (vLLM's docs "
+                   "say this lowers acceptance at high temperature)."),
             ("Only A; B needs q for every token of the vocabulary", False,
                    "B needs q(x) and p(x); every engine that samples the draft has q."),
             ("Neither, unless the draft decodes greedily", False,

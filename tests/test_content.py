@@ -209,3 +209,9 @@ def test_the_tour_says_drills_score_within_two_tries_as_the_widget_grades():
     src = inspect.getsource(ic)
     assert "Your first answer is the score" not in src
     assert "within two tries" in src and "within two tries" in inspect.getsource(interview_widgets)
+
+
+def test_argmax_drafting_is_not_only_llama_cpp():
+    from content import interview_senior as sen
+    blob = repr(next(q for q in sen.SENIOR_QUESTIONS if q[0] == "sample_compare"))
+    assert "vLLM V1" in blob and "TensorRT-LLM" in blob
