@@ -551,8 +551,9 @@ WALKTHROUGH: tuple[WalkStep, ...] = (
         Link("views/interview.py", {"part": "Drills"}),
         "Answer one numeric drill without the app's help, then check the worked solution.",
         "The drills are graded within 1% (or 0.005), and a batch (a crossover, or where KV reads overtake the "
-        "weights at a given context) may be either whole number beside the exact value. Your first answer is the "
-        "score; the worked solution shows after it.",
+        "weights at a given context) may be either whole number beside the exact value. A drill scores if it is "
+        "right within two tries: a wrong first answer gets a diagnosis and one retry, then the worked solution "
+        "shows.",
     ),
 )
 

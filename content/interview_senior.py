@@ -10,14 +10,17 @@ Facts, with where they come from: vLLM's speculative_config (docs: "method", "mo
 arguments); TensorRT-LLM's modes (draft-target, Medusa, EAGLE-3, lookahead, ReDrafter, MTP, n-gram); lookahead
 decoding (Fu et al., 2024); suffix decoding (Oliaro et al., 2024); LayerSkip (Elhoushi et al., 2024); Medusa
 (Cai et al., 2024); EAGLE-1/2/3 (Li et al., 2024-2025); DeepSeek-V3's multi-token prediction; SmartSpec's goodput
-controller (Liu et al., 2024); MagicDec (Chen et al., 2024); vLLM's docs on "lossless up to the precision of
-hardware numerics".
+controller (Liu et al., 2024); MagicDec (Chen et al., 2024); vLLM's docs: "theoretically lossless up to the
+precision limits of hardware numerics"; SGLang's tree counts come from specdec_core.trees.sglang_tree_counts.
 """
 
 from __future__ import annotations
 
 from specdec_core.roofline import HARDWARE
 from specdec_core.steptime import SHAPES, best_gamma_for_shape, kv_read_batch, spec_curve
+from specdec_core.trees import sglang_tree_counts
+
+_SG_SCORED, _SG_KEPT = sglang_tree_counts(steps=3, topk=4, num_draft_tokens=16)
 
 # Context in the keyed answers: numbers from the step-time model for Llama-3.1-8B with the Llama-3.2-1B draft on an
 # H100 SXM in BF16, gamma 3, alpha 0.8 (the issue's case), at a short and a long context.
@@ -99,11 +102,13 @@ SENIOR_QUESTIONS: tuple[tuple, ...] = (
             ("3 tokens: one per draft step, as a chain", False,
                    "num-steps is the tree's depth; with topk > 1 each step keeps several candidates."),
             ("16: the last accepted token and the 15 best tree nodes", True,
-                   "Each of 3 draft steps expands the top 4 candidates per node; the 15 highest-scoring nodes of "
-                   "that tree and the last accepted token make the num-draft-tokens = 16 positions verified in "
+                   f"Step 1 scores 4 children; each later step expands the 4 kept nodes by 4 and keeps the top 4, "
+                   f"so 3 steps score 4 + 16 + 16 = {_SG_SCORED} candidates; the {_SG_KEPT} highest-scoring of "
+                   "them and the last accepted token make the num-draft-tokens = 16 positions verified in "
                    "one pass under a tree mask (SGLang's organize_draft_results keeps num_draft_tokens - 1 nodes)."),
             ("64 tokens: 4 candidates to the power of 3 steps", False,
-                   "The tree is pruned to num-draft-tokens before verification; 4^3 is the unpruned size."),
+                   f"SGLang never builds 4^3: each step keeps the top 4 nodes, so 3 steps score "
+                   f"{_SG_SCORED} candidates and the best {_SG_KEPT} of them are verified."),
             ("12 tokens: 3 steps of 4 candidates each, no pruning", False,
                    "The verified set is num-draft-tokens = 16, not steps x topk."),
         ),
@@ -172,8 +177,10 @@ SENIOR_QUESTIONS: tuple[tuple, ...] = (
                    "A emits the target's own samples (y when they disagree), so its law is p."),
             ("Both; B keeps more, sum min(p, q) >= sum p q", True,
                    "Both emit exactly p. A keeps x with probability sum_x p(x) q(x), B with sum_x min(p(x), q(x)), "
-                   "and p q <= min(p, q) for numbers in [0, 1]: B keeps at least as many. A is llama.cpp's "
-                   "default (with a greedy draft); its probabilistic option is B."),
+                   "and p q <= min(p, q) for numbers in [0, 1]: B keeps at least as many. With an argmax "
+                   "draft (q one-hot) B becomes: keep x with probability p(x), which is A's rate at x. llama.cpp "
+                   "drafts greedily by default, and so do vLLM V1 and TensorRT-LLM at any temperature (vLLM's docs "
+                   "say this lowers acceptance at high temperature)."),
             ("Only A; B needs q for every token of the vocabulary", False,
                    "B needs q(x) and p(x); every engine that samples the draft has q."),
             ("Neither, unless the draft decodes greedily", False,
@@ -190,8 +197,9 @@ SENIOR_QUESTIONS: tuple[tuple, ...] = (
             ("No: a verify pass rounds differently, and near-ties flip", True,
                    "The verify pass scores several tokens in one kernel call, so its reductions run in another "
                    "order than one-token decode steps: logits differ in the last bits and an argmax near a tie "
-                   "can change. The guarantee is the distribution, 'lossless up to the precision of hardware "
-                   "numerics' (vLLM's docs); in float32 on one device this app's engine matches token for token."),
+                   "can change. The guarantee is the distribution, 'theoretically lossless up to the precision "
+                   "limits of hardware numerics' (vLLM's docs); in float32 on one device this app's engine "
+                   "matches token for token."),
             ("No: speculation only promises the same tokens at T = 1", False,
                    "At T = 1 it promises the same law, not the same tokens; at T = 0 exact arithmetic gives both."),
             ("Yes: the draft's rounding errors leak into the output", False,

@@ -281,3 +281,15 @@ def parse_rates(text: str) -> NDArray[np.float64]:
         raise ValueError("per-rank acceptance must be numbers separated by commas; "
                          f"could not read {text[:40]!r}") from exc
     return check_rates(vals)
+
+
+def sglang_tree_counts(steps: int, topk: int, num_draft_tokens: int) -> tuple[int, int]:
+    """SGLang's EAGLE tree: scored = topk + (steps - 1) topk^2 candidates, kept = num_draft_tokens - 1 nodes.
+
+    Step 1 scores the root's topk children; each later step expands the topk kept nodes by topk each and keeps
+    the topk best, so no step scores more than topk^2 and topk^steps is never built.
+    """
+    if steps < 1 or topk < 1 or num_draft_tokens < 1:
+        raise ValueError("steps, topk and num_draft_tokens must be at least 1")
+    scored = topk + (steps - 1) * topk * topk
+    return scored, min(scored, num_draft_tokens - 1)

@@ -185,3 +185,33 @@ def test_the_context_numbers_in_the_keyed_answers_come_from_the_step_time_model(
     assert gammas[0] < gammas[1]                                        # the best gamma falls later at long context
     turn_off = next(q for q in ic.CONCEPT_QUESTIONS if q.key == "turn_off")
     assert f"is {gammas[0]} at 2k tokens and {gammas[1]} at 16k" in turn_off.options[turn_off.answer_index].why
+
+
+def test_sglang_tree_scores_36_candidates_and_keeps_15_and_the_content_says_so():
+    from content import interview_senior as sen
+    from specdec_core.trees import sglang_tree_counts
+    assert sglang_tree_counts(3, 4, 16) == (36, 15)
+    blob = repr(next(q for q in sen.SENIOR_QUESTIONS if q[0] == "sglang_flags"))
+    assert "4^3 is the unpruned size" not in blob
+    assert "4 + 16 + 16 = 36" in blob and "15 highest-scoring" in blob
+
+
+def test_vllm_lossless_is_quoted_exactly():
+    from content import interview_senior as sen
+    assert "theoretically lossless up to the precision limits of hardware numerics" in repr(sen.SENIOR_QUESTIONS)
+
+
+def test_the_tour_says_drills_score_within_two_tries_as_the_widget_grades():
+    import inspect
+
+    from content import interview_content as ic
+    from ui import interview_widgets
+    src = inspect.getsource(ic)
+    assert "Your first answer is the score" not in src
+    assert "within two tries" in src and "within two tries" in inspect.getsource(interview_widgets)
+
+
+def test_argmax_drafting_is_not_only_llama_cpp():
+    from content import interview_senior as sen
+    blob = repr(next(q for q in sen.SENIOR_QUESTIONS if q[0] == "sample_compare"))
+    assert "vLLM V1" in blob and "TensorRT-LLM" in blob
