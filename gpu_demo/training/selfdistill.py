@@ -117,17 +117,17 @@ def write_shard(path: Path, rows: list[tuple[np.ndarray, int]], meta: dict) -> N
     tmp.replace(path)
 
 
-def load_shards(folder: Path, rules: tuple[str, ...] = RULES) -> list[tuple[torch.Tensor, int, str]]:
-    """Every stored reply in folder: (ids as int64, prompt length, rule), shards in order."""
+def load_shards(folder: Path, rules: tuple[str, ...] = RULES) -> list[tuple[torch.Tensor, int, str, int]]:
+    """Every stored reply in folder: (ids as int64, prompt length, rule, shard id), shards in order."""
     out = []
     for path in sorted(Path(folder).glob("*-*.npz")):
-        rule = path.name.split("-")[0]
-        if rule not in rules or ".tmp" in path.name:
+        rule, _, k = path.stem.partition("-")
+        if rule not in rules or not k.isdigit():
             continue
         with np.load(path) as z:
             ids, lens, plens = z["ids"], z["lens"], z["prompt_lens"]
         for a, n, p in zip(np.cumsum(np.r_[0, lens[:-1]]), lens, plens):
-            out.append((torch.from_numpy(ids[a:a + n].astype(np.int64)), int(p), rule))
+            out.append((torch.from_numpy(ids[a:a + n].astype(np.int64)), int(p), rule, int(k)))
     return out
 
 
