@@ -23,12 +23,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_demo.flags import CliParser, add_device, add_json, add_threads, int_in, parse, path_text  # noqa: E402
-from gpu_demo.models.eagle import EagleConfig, EagleHead, save_head  # noqa: E402
-from gpu_demo.reports import RefusedPath, check_out_dir, write_report  # noqa: E402
-from gpu_demo.training.eagle import EagleTrainConfig, choose_out_ids, fit, init_head, reply_mass  # noqa: E402
-from gpu_demo.training.eagle_scale import alpha_both_rules, features_for  # noqa: E402
-from gpu_demo.training.selfdistill import load_shards, prompt_pool  # noqa: E402
+from gpu_demo.flags import CliParser, add_device, add_json, add_threads, int_in, parse, path_text
+from gpu_demo.models.eagle import EagleConfig, EagleHead, save_head
+from gpu_demo.reports import RefusedPath, check_out_dir, write_report
+from gpu_demo.training.eagle import EagleTrainConfig, choose_out_ids, fit, init_head, reply_mass
+from gpu_demo.training.eagle_scale import alpha_both_rules, features_for
+from gpu_demo.training.selfdistill import load_shards, prompt_pool
 
 
 def shard_range(text: str) -> list[int]:
