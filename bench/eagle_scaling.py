@@ -2,11 +2,11 @@
 number of target-generated reply tokens it trained on.
 
 Data: token shards written by ``python -m gpu_demo.training.selfdistill`` (both rules). Shards in --val-shards are
-held out (their pool prompts are disjoint from the training shards'; the script checks it). For each size N in
---sizes, a fresh head (seeded) trains on the first N training shards of each rule with the training-time test
-(--unroll draft positions, TV + ce_weight * CE on S), features from the target in --dtype.
+held out (ids from 90000 on draw from pool prompts no training shard uses; the script checks disjointness).
+For each size N in --sizes, a fresh head (seeded) trains on the first N training shards of each rule with the
+training-time test (--unroll draft positions, TV + ce_weight * CE on S), features from the target in --dtype.
 
-    python bench/eagle_scaling.py --data artifacts/selfdistill --sizes 1,2,4,8 --val-shards 200-203 \\
+    python bench/eagle_scaling.py --data artifacts/selfdistill --sizes 1,2,4,8 --val-shards 90000-90003 \\
         --steps 400 --json bench/eagle_scaling_cpu.json
 """
 
@@ -28,7 +28,7 @@ from gpu_demo.models.eagle import EagleConfig, EagleHead, save_head
 from gpu_demo.reports import RefusedPath, check_out_dir, write_report
 from gpu_demo.training.eagle import EagleTrainConfig, choose_out_ids, fit, init_head, reply_mass
 from gpu_demo.training.eagle_scale import alpha_both_rules, features_for
-from gpu_demo.training.selfdistill import load_shards, prompt_pool
+from gpu_demo.training.selfdistill import load_shards, pool_index, prompt_pool
 
 
 def shard_range(text: str) -> list[int]:
@@ -42,14 +42,14 @@ def shard_range(text: str) -> list[int]:
 
 def pool_items(shards: list[int], per_shard: int, n_pool: int) -> set[int]:
     """Indices into the prompt pool that these shards' chat/code prompts use (passage prompts aside)."""
-    return {(k * per_shard + i) % n_pool for k in shards for i in range(per_shard)}
+    return {pool_index(k, per_shard, i, n_pool) for k in shards for i in range(per_shard)}
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = CliParser(prog="bench/eagle_scaling.py", description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=path_text, required=True)
     ap.add_argument("--sizes", default="1,2,4,8", help="training shards per rule, comma-separated")
-    ap.add_argument("--val-shards", type=shard_range, default=shard_range("200-203"))
+    ap.add_argument("--val-shards", type=shard_range, default=shard_range("90000-90003"))
     ap.add_argument("--per-shard", type=int_in(1, 4096), default=64, help="prompts per shard the data was made with")
     ap.add_argument("--steps", type=int_in(1, 10**7), default=400)
     ap.add_argument("--unroll", type=int_in(1, 8), default=4)

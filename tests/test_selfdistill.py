@@ -6,9 +6,11 @@ import numpy as np
 import torch
 
 from gpu_demo.training.selfdistill import (
+    HELD_OUT_FIRST,
     extend,
     generate_ids,
     load_shards,
+    pool_index,
     prompt_pool,
     shard_path,
     shard_prompts,
@@ -51,3 +53,6 @@ def test_prompt_pool_is_diverse_and_shards_do_not_repeat() -> None:
     assert any("Python function" in p for p in pool) and len(set(pool)) == len(pool)
     a, b = shard_prompts(0, 40, pool=pool), shard_prompts(1, 40, pool=pool)
     assert not set(a[:34]) & set(b[:34])
+    held = {pool_index(HELD_OUT_FIRST + k, 40, i, len(pool)) for k in range(3) for i in range(34)}
+    trained = {pool_index(k, 40, i, len(pool)) for k in range(200) for i in range(34)}  # wraps the pool
+    assert held and trained and not held & trained

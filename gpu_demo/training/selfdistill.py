@@ -47,6 +47,8 @@ REWRITE_TASKS = (
 )
 
 POOL_SEED = 20240  # the prompt pool's order; fixed so shard k always means the same prompts
+HELD_OUT = 320  # the pool's last items, used only by held-out shards
+HELD_OUT_FIRST = 90000  # shard ids from here on are held out
 
 
 def prompt_pool() -> list[str]:
@@ -56,11 +58,19 @@ def prompt_pool() -> list[str]:
     return pool
 
 
+def pool_index(k: int, n: int, i: int, n_pool: int) -> int:
+    """Pool item of prompt i in shard k: training shards (k < HELD_OUT_FIRST) cycle through all but the last
+    HELD_OUT items, held-out shards through those last HELD_OUT only, so no held-out prompt is ever trained on."""
+    if k >= HELD_OUT_FIRST:
+        return n_pool - HELD_OUT + ((k - HELD_OUT_FIRST) * n + i) % HELD_OUT
+    return (k * n + i) % (n_pool - HELD_OUT)
+
+
 def shard_prompts(k: int, n: int, passage_share: float = 0.15, pool: list[str] | None = None) -> list[str]:
-    """Shard k's n user messages: pool items k*n.. (cyclic) and a share of passage tasks over corpus passages."""
+    """Shard k's n user messages: pool items (pool_index) and a share of passage tasks over corpus passages."""
     pool = pool if pool is not None else prompt_pool()
     n_pass = int(round(n * passage_share))
-    texts = [pool[(k * n + i) % len(pool)] for i in range(n - n_pass)]
+    texts = [pool[pool_index(k, n, i, len(pool))] for i in range(n - n_pass)]
     rng = random.Random(POOL_SEED + k)
     texts += [rng.choice(PASSAGE_TASKS + REWRITE_TASKS).format(p=p) for p in passages(n_pass, POOL_SEED + k)]
     return texts
