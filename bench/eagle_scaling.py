@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--val-shards", type=shard_range, default=shard_range("90000-90003"))
     ap.add_argument("--per-shard", type=int_in(1, 4096), default=64, help="prompts per shard the data was made with")
     ap.add_argument("--steps", type=int_in(1, 10**7), default=400)
+    ap.add_argument("--batch", type=int_in(1, 4096), default=8, help="sequences per training step")
     ap.add_argument("--unroll", type=int_in(1, 8), default=4)
     ap.add_argument("--eval-unroll", type=int_in(1, 8), default=4)
     ap.add_argument("--ce-weight", type=float, default=0.1)
@@ -80,10 +81,12 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"{len(overlap)} held-out pool prompts are also in the training shards; pick other --val-shards")
     smol = load_smollm2(device=device, dtype=getattr(torch, args.dtype), max_len=768)
     target = smol.model
+    # the head trains in float32 on the (rounded) features; it borrows E and the norm from a float32 copy
+    ref = target if args.dtype == "float32" else load_smollm2(device=device, max_len=64).model
     t0 = time.perf_counter()
     val = features_for(target, [(r[0], r[1]) for r in rows if r[3] in args.val_shards])
     by_rule = {rule: [r for r in rows if r[2] == rule and r[3] in train_ids] for rule in ("t1", "greedy")}
-    cfg0 = EagleTrainConfig(steps=args.steps, unroll=args.unroll, ce_weight=args.ce_weight,
+    cfg0 = EagleTrainConfig(steps=args.steps, batch=args.batch, unroll=args.unroll, ce_weight=args.ce_weight,
                             eval_every=max(1, args.steps))
     curve = []
     for n in sizes:
@@ -91,15 +94,15 @@ def main(argv: list[str] | None = None) -> None:
         train_rows = [r for rs in by_rule.values() for r in rs if r[3] in keep]
         train_set = features_for(target, [(r[0], r[1]) for r in train_rows])
         n_tok = sum(s.ids.numel() - s.prompt_len for s in train_set)
-        head = EagleHead(EagleConfig.for_target(target.cfg, cfg0.hidden_dim, cfg0.n_out),
+        head = EagleHead(EagleConfig.for_target(ref.cfg, cfg0.hidden_dim, cfg0.n_out),
                          max_len=target.cfg.max_seq_len)
         init_head(head, cfg0.seed)
-        head.out_ids.copy_(choose_out_ids(reply_mass(train_set, target.tok_embeddings.weight.float().cpu()),
+        head.out_ids.copy_(choose_out_ids(reply_mass(train_set, ref.tok_embeddings.weight.cpu()),
                                           cfg0.n_out, [smol.eos_token_id]))
-        head.attach(target)
+        head.to(device).attach(ref)
         t_fit = time.perf_counter()
-        fit(head, train_set, val, cfg0, log=lambda m: None)
-        ev = alpha_both_rules(head, target.tok_embeddings.weight, val, replace(cfg0, unroll=args.eval_unroll))
+        fit(head, train_set, val, cfg0, log=lambda m: None, prepare=lambda bt: {k: v.to(device) for k, v in bt.items()})
+        ev = alpha_both_rules(head, ref.tok_embeddings.weight, val, replace(cfg0, unroll=args.eval_unroll), device)
         curve.append({"train_shards_per_rule": n, "reply_tokens": n_tok, "fit_seconds": round(time.perf_counter()
                                                                                             - t_fit, 1), **ev})
         print(json.dumps(curve[-1]), flush=True)

@@ -37,20 +37,21 @@ def features_for(model: Llama, rows: list[tuple[torch.Tensor, int]], batch: int 
         for b, (x, lp) in enumerate(chunk):
             fb = f[b, L - x.numel():][:-1]  # f_0 .. f_{n-2}: each predicts the next token
             logz = torch.full((fb.shape[0],), float("nan"))
-            logz[lp - 1:] = torch.logsumexp(F.linear(fb[lp - 1:], E).float(), -1).cpu()
+            logz[lp - 1:] = torch.logsumexp(F.linear(fb[lp - 1:].float(), E.float()), -1).cpu()
             out.append(Sample(x.cpu(), fb.cpu().clone(), logz, lp))
     return out
 
 
 @torch.no_grad()
-def alpha_both_rules(head: EagleHead, emb: torch.Tensor, val: list[Sample], cfg: EagleTrainConfig) -> dict:
+def alpha_both_rules(head: EagleHead, emb: torch.Tensor, val: list[Sample], cfg: EagleTrainConfig,
+                     device: str | torch.device = "cpu") -> dict:
     """Held-out acceptance per draft position at T = 1 (1 - TV on S) and T = 0 (argmax agreement), reply slots."""
     head.eval()
     t1 = [0.0] * cfg.unroll
     t0 = [0.0] * cfg.unroll
     n = [0] * cfg.unroll
     for i in range(0, len(val), cfg.batch):
-        bt = batch_tensors(val[i:i + cfg.batch], cfg.max_len)
+        bt = {k: v.to(device) for k, v in batch_tensors(val[i:i + cfg.batch], cfg.max_len).items()}
         gs = unrolled_features(head, bt["feats"], bt["toks"], cfg.unroll)
         for s, g in enumerate(gs):
             valid = bt["mask"].clone()
