@@ -159,7 +159,8 @@ def _padded_step(model: Llama, ids: torch.Tensor, keep: torch.Tensor) -> tuple[t
     cos, sin = model._rope(start, T)
     allowed = causal_mask_at_offset(start, T, ids.device)[None] & keep[:, None, : start + T]  # (B, T, S)
     allowed[:, torch.arange(T), start + torch.arange(T)] = True  # a pad query sees itself: no empty row
-    bias = torch.zeros(allowed.shape, dtype=model.dtype).masked_fill_(~allowed, float("-inf"))[:, None]  # (B,1,T,S)
+    bias = torch.zeros(allowed.shape, dtype=model.dtype, device=ids.device)
+    bias = bias.masked_fill_(~allowed, float("-inf"))[:, None]  # (B, 1, T, S)
     x = model.tok_embeddings(ids)  # (B, T, C)
     for layer, ck, cv in zip(model.layers, model.cache.k, model.cache.v):
         x = layer(x, ck, cv, start, cos, sin, bias)
