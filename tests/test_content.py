@@ -205,7 +205,7 @@ def test_the_tour_says_drills_score_within_two_tries_as_the_widget_grades():
     import inspect
 
     from content import interview_content as ic
-    from ui import interview_widgets
+    from ui.interview import widgets as interview_widgets
     src = inspect.getsource(ic)
     assert "Your first answer is the score" not in src
     assert "within two tries" in src and "within two tries" in inspect.getsource(interview_widgets)
