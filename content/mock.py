@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
 
@@ -27,14 +28,24 @@ class MockSet:
 
 
 @dataclass(frozen=True)
+class MockItem:
+    """One answered question of a finished mock: right or not, and the worked solution or the reasons, in lines."""
+
+    title: str
+    correct: bool
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class MockResult:
-    """A finished mock: points per part, the time it took, and what to review."""
+    """A finished mock: points per part, the time it took, what to review, and each question's solution."""
 
     seed: str
     points: int
     total: int
     seconds: float
     review: tuple[str, ...] = field(default=())
+    items: tuple[MockItem, ...] = field(default=())
 
     @property
     def over_time(self) -> bool:
@@ -56,20 +67,33 @@ def score(m: MockSet, answers: dict[str, str], picks: dict[str, int | None], phr
     """One point per right drill (graded at once, no retry), per right concept, and one for saying at least
     PHRASES_TO_PASS key phrases; the topics to review are the missed ones' titles and traps."""
     review: list[str] = []
+    items: list[MockItem] = []
     points = 0
     for d in m.drills:
-        ok = dr.grade(d, answers.get(d.kind, "")).correct
-        points += ok
-        if not ok:
+        g = dr.grade(d, answers.get(d.kind, ""))
+        points += g.correct
+        if not g.correct:
             review.append(f"Drill: {dr.DRILL_TITLES[d.kind]}")
+        verdict = [g.message] + ([f"The common mistake behind it: {g.mistake}"] if g.mistake else [])
+        items.append(MockItem(dr.DRILL_TITLES[d.kind], bool(g.correct), (*verdict, *dt.solution(d))))
     for q in m.concepts:
         pick = picks.get(q.key)
         ok = pick is not None and ic.check_choice(q, pick)[0]
         points += ok
         if not ok:
             review.append(f"Concept: {q.trap}")
+        items.append(MockItem(q.question, bool(ok), _concept_lines(q, pick)))
     said = phrases >= PHRASES_TO_PASS
     points += said
     if not said:
         review.append("The 30-second answer: practise it until you say its key phrases")
-    return MockResult(m.seed, int(points), len(m.drills) + len(m.concepts) + 1, float(seconds), tuple(review))
+    return MockResult(m.seed, int(points), len(m.drills) + len(m.concepts) + 1, float(seconds), tuple(review),
+                      tuple(items))
+
+
+def _concept_lines(q: ic.ConceptQuestion, pick: int | None) -> tuple[str, ...]:
+    """Why the picked option is right or wrong (or that none was picked), then the right option and its reason."""
+    right = next(o for o in q.options if o.correct)
+    mine = ("You picked none." if pick is None else
+            f"You picked: {q.options[pick].text} {ic.check_choice(q, pick)[1]}")
+    return (mine, f"The right answer: {right.text} {right.why}", f"The trap: {q.trap}")

@@ -78,5 +78,9 @@ def _results(results: list[mock.MockResult]) -> None:
         st.markdown("**Topics to review:**\n" + "\n".join(f"- {t}" for t in last.review))
     else:
         st.success("Nothing to review: every answer was right.")
+    for i, item in enumerate(last.items, start=1):
+        mark = "right" if item.correct else "wrong"
+        with st.expander(f"{i}. {item.title} ({mark})", expanded=not item.correct):
+            st.text("\n".join(item.lines))
     if len(results) > 1:
         st.caption("Earlier this session: " + ", ".join(f"{r.points}/{r.total}" for r in results[:-1]))
