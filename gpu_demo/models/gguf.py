@@ -13,6 +13,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -200,8 +201,10 @@ def build_cache(path: Path, folder: Path) -> None:
     cfg = config_from_gguf(reader)
     state = dequantised_state_dict(reader)
     tokenizer = tokenizer_from_gguf(reader)
+    template = str(_field(reader, "tokenizer.chat_template"))
     meta = {
-        "chat_template": _field(reader, "tokenizer.chat_template"),
+        "chat_template": template,
+        "chat_template_sha256": _sha256(template),
         "bos_token_id": int(_field(reader, "tokenizer.ggml.bos_token_id")),
         "eos_token_id": int(_field(reader, "tokenizer.ggml.eos_token_id")),
         "name": str(_field(reader, "general.name")),
@@ -209,6 +212,46 @@ def build_cache(path: Path, folder: Path) -> None:
         "source": str(path),
     }
     _write_cache(folder, cfg, state, tokenizer, meta)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+CACHE_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+def cache_damage(folder: Path) -> str | None:
+    """Why a cache folder cannot be used as it is (a file missing or empty, config.json unreadable or incomplete,
+    a chat template that is not the one the GGUF gave), or None when it looks whole. Reads only config.json."""
+    for name in CACHE_FILES:
+        f = folder / name
+        if not f.is_file() or f.stat().st_size == 0:
+            return f"{name} is missing or empty"
+    try:
+        meta = json.loads((folder / "config.json").read_text())
+        LlamaConfig(**meta["config"])
+        template, digest = str(meta["chat_template"]), str(meta["chat_template_sha256"])
+        int(meta["eos_token_id"]), int(meta["bos_token_id"])
+    except (ValueError, TypeError, KeyError, OSError) as exc:
+        return f"config.json is unreadable or incomplete ({type(exc).__name__})"
+    if _sha256(template) != digest:
+        return "the chat template differs from the one the GGUF gave"
+    return None
+
+
+def ensure_cache(path: Path, folder: Path) -> bool:
+    """The cache under folder, whole: True when it was used as it was; a damaged one is removed and rebuilt from
+    the GGUF (False), as is a missing one."""
+    if folder.is_dir() and cache_damage(folder) is None:
+        return True
+    if folder.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+    build_cache(path, folder)
+    why = cache_damage(folder)
+    if why is not None:
+        raise SmolLM2Unavailable(f"the SmolLM2 cache at {folder} could not be rebuilt: {why}")
+    return False
 
 
 # -------------------------------------------------------------------------- loading --
@@ -233,9 +276,7 @@ def load_smollm2(
     t0 = time.perf_counter()
     path = gguf_path()
     folder = cache_dir(path)
-    from_cache = (folder / "model.safetensors").is_file()
-    if not from_cache:
-        build_cache(path, folder)
+    from_cache = ensure_cache(path, folder)
     try:
         from tokenizers import Tokenizer
     except ImportError as exc:
@@ -246,7 +287,12 @@ def load_smollm2(
     cfg = LlamaConfig(**meta["config"])
     with torch.device("meta"):
         model = Llama(cfg, max_len=min(max_len, cfg.max_seq_len))
-    state = load_safetensors(folder / "model.safetensors")
+    try:
+        state = load_safetensors(folder / "model.safetensors")
+    except Exception:  # a truncated or overwritten weights file: rebuild once from the GGUF
+        shutil.rmtree(folder, ignore_errors=True)
+        from_cache = ensure_cache(path, folder)
+        state = load_safetensors(folder / "model.safetensors")
     model.load_state_dict(state, assign=True, strict=True)
     model = model.to(device=device, dtype=dtype).eval()
     model.requires_grad_(False)
