@@ -23,7 +23,6 @@ import numpy as np
 from engines.client import Completion, Endpoint, EngineError, chat, counter, scrape
 from specdec_core import algebra as alg
 from specdec_core.measure import Measured, fill_unreached
-from specdec_core.pays import empty_fraction, speedup_with_empty_rounds
 from specdec_core.repeats import RepeatSummary, check_repeats, race_order, summarise_repeats
 from specdec_core.vllm_counts import SpecDecodeCounts, VllmRates, difference
 
@@ -151,14 +150,13 @@ def measured_for(spec: SideRun, base: SideRun | None, gamma: int, c: float, v: f
     spec_tps = spec.tokens_per_s
     pooled = counts.num_accepted_tokens / reached.sum() if reached.sum() else math.nan
     a_const = 0.0 if math.isnan(pooled) else float(pooled)
-    f0 = empty_fraction(passes, counts.num_drafts)   # passes that drafted nothing: plain steps, one token each
     return Measured(
         gamma=gamma, rounds=passes, tokens=spec.tokens, alphas=alphas, reached=reached, alpha_const=float(pooled),
         length_counts=np.zeros(gamma + 1, dtype=np.int64),
         pmf_const=alg.accepted_length_pmf(a_const, gamma), pmf_positional=alg.accepted_length_pmf_positional(a_fill),
         tokens_per_pass=tpp, c=c, v=v, spec_tokens_per_s=spec_tps, base_tokens_per_s=base_tps,
-        predicted_speedup=speedup_with_empty_rounds(a_fill, c, v, f0),
-        predicted_speedup_const=speedup_with_empty_rounds(np.full(gamma, a_const), c, v, f0),
+        predicted_speedup=alg.speedup_positional(a_fill, c, v),
+        predicted_speedup_const=float(alg.speedup(a_const, gamma, c, v)),
         measured_speedup=spec_tps / base_tps if math.isfinite(base_tps) and base_tps > 0 else math.nan,
         expected_tokens=alg.expected_tokens_positional(a_fill),
         t_target_s=1.0 / base_tps if math.isfinite(base_tps) and base_tps > 0 else math.nan,

@@ -101,7 +101,8 @@ def prediction_and_verdict(r: WorkloadResult) -> list[str]:
     measured = s.measured.median
     head = (f"**Predicted {reading.speedup:.2f}x** with every target pass counted: {passes - p.num_drafts} of "
             f"{passes} passes ({f0:.0%}) drafted nothing, and each of those is a plain step that yields one token "
-            f"(specdec_core.pays), as in the table. Measured {measured:.2f}x.")
+            f"(specdec_core.pays). The table's predicted {s.predicted.median:.2f}x counts only the rounds that "
+            f"drafted. Measured {measured:.2f}x.")
     verdict = verdict_line(KIND_LABELS.get(r.config.get("kind", ""), "This mode"), alphas,
                            p.acceptance_rate(), r.c, r.v, measured, f0)
     return [head, f"**Verdict.** {verdict}"] if verdict else [head]
