@@ -1,4 +1,4 @@
-"""CLI: python -m gpu_demo {generate,bench,train,probe} ... (argparse lives only here)."""
+"""CLI: python -m gpu_demo {generate,bench,train,probe} ... (checked flag types: gpu_demo.flags)."""
 
 from __future__ import annotations
 
