@@ -105,3 +105,19 @@ def test_bad_blocks_are_refused() -> None:
         Q4Map.from_blocks(q[:, :40], d, m)
     with pytest.raises(ValueError, match="need d, m"):
         Q4Map.from_blocks(q, d[:, :1], m)
+
+
+def test_onnx_models_are_written_at_an_ir_older_runtimes_read() -> None:
+    """The int8/int4 graphs go out at IR 10 at the newest (onnxruntime 1.30 refused IR 14), and still run."""
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    from gpu_demo.models.ort_blocks import IR_VERSION, model_of, session
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    assert model_of(graph, 18).ir_version <= IR_VERSION == 10
+    import numpy as np
+
+    assert session(graph, 18).run(None, {"x": np.array([-1.0, 2.0], dtype=np.float32)})[0].tolist() == [0.0, 2.0]

@@ -73,13 +73,24 @@ def map_nodes(x: str, y: str, k: int, n: int, bits: int, codes: np.ndarray, scal
     return nodes, inits
 
 
+IR_VERSION = 10   # ONNX 1.16's IR: opsets to 21; onnxruntime 1.30 (the H200's) refuses the newest IR, 14
+
+
+def model_of(graph, opset: int = 17):
+    """An ONNX model over the graph, written at IR_VERSION (or older, if this onnx knows no newer) so that older
+    onnxruntime builds read it."""
+    import onnx
+    from onnx import helper
+
+    return helper.make_model(graph, ir_version=min(onnx.IR_VERSION, IR_VERSION),
+                             opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)])
+
+
 def session(graph, opset: int = 17):
     """A one-thread CPU ONNX Runtime session over an onnx graph (the ONNX opset and com.microsoft's contrib ops)."""
     import onnxruntime as ort  # imported here: a machine without it falls back (quant._probe says why)
-    from onnx import helper
 
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
-                                                    helper.make_opsetid("com.microsoft", 1)])
+    model = model_of(graph, opset)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1  # the calling thread: no pool per session
     opts.log_severity_level = 3
