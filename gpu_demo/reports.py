@@ -56,14 +56,7 @@ def is_report(path: Path) -> bool:
 
 def check_report_path(path: Path, force: bool = False, flag: str = "--json") -> Path:
     """path if a report may go there, else RefusedPath: inside the packages always, a foreign file without force."""
-    if not str(path).strip():
-        raise RefusedPath(f"{flag} needs a file path; got an empty one")
-    if path.is_dir():
-        raise RefusedPath(f"{flag} {path} is a directory; give a file path")
-    root = inside_packages(path)
-    if root is not None:
-        raise RefusedPath(f"{flag} {path} is inside the {root.name} package, which this project ships; "
-                          "write reports elsewhere (e.g. artifacts/)")
+    _refuse_dir_or_package(path, flag, "write reports elsewhere (e.g. artifacts/)")
     if path.exists() and not force and not is_report(path):
         raise RefusedPath(f"{flag} {path} exists and is not a report of ours (no {MARKER!r} key); "
                           "pass --force to replace it")
@@ -74,17 +67,21 @@ def check_report_path(path: Path, force: bool = False, flag: str = "--json") -> 
 
 def check_output_file(path: Path, force: bool = False, flag: str = "--out") -> Path:
     """path if a non-report file (a figure, a joined download) may go there: never in the packages, links resolved."""
+    _refuse_dir_or_package(path, flag, "write it elsewhere (e.g. artifacts/)")
+    _refuse_committed(path, force, flag)
+    _probe(path.parent, path, flag)
+    return path
+
+
+def _refuse_dir_or_package(path: Path, flag: str, elsewhere: str) -> None:
+    """RefusedPath for an empty path, a directory, or a path inside a shipped package (links resolved)."""
     if not str(path).strip():
         raise RefusedPath(f"{flag} needs a file path; got an empty one")
     if path.is_dir():
         raise RefusedPath(f"{flag} {path} is a directory; give a file path")
     root = inside_packages(path)
     if root is not None:
-        raise RefusedPath(f"{flag} {path} is inside the {root.name} package, which this project ships; "
-                          "write it elsewhere (e.g. artifacts/)")
-    _refuse_committed(path, force, flag)
-    _probe(path.parent, path, flag)
-    return path
+        raise RefusedPath(f"{flag} {path} is inside the {root.name} package, which this project ships; {elsewhere}")
 
 
 def _refuse_committed(path: Path, force: bool, flag: str) -> None:
