@@ -15,11 +15,11 @@ from ui.algebra.papers import (
     PRESET_LOADED,
     PRESETS,
     load_preset,
+    num,
     paper_section,
     preset_check,
     seed_section,
 )
-from ui.algebra.papers import num as n
 from ui.algebra.temperature import temperature_section
 from ui.algebra.vllm import paste_section, positional_comparison
 from ui.chart_wire import charts_last
@@ -147,24 +147,24 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
         else:
             st.latex(
                 rf"\mathbb{{E}}[N] = \frac{{1-\alpha^{{\gamma+1}}}}{{1-\alpha}} = \frac{{1-{alpha:g}^{{{gamma + 1}}}}}"
-                rf"{{1-{alpha:g}}} = {n(tokens)}"
+                rf"{{1-{alpha:g}}} = {num(tokens)}"
             )
     else:
-        terms = " + ".join(["1"] + [n(x) for x in alg.survival_probabilities(aj)][:8]) + (
+        terms = " + ".join(["1"] + [num(x) for x in alg.survival_probabilities(aj)][:8]) + (
             r" + \cdots" if gamma > 8 else ""
         )
         tokens, s = alg.expected_tokens_positional(aj), alg.speedup_positional(aj, c, v)
-        st.latex(rf"\mathbb{{E}}[N] = 1 + \sum_{{i=1}}^{{\gamma}}\prod_{{j\le i}}\alpha_j = {terms} = {n(tokens)}")
+        st.latex(rf"\mathbb{{E}}[N] = 1 + \sum_{{i=1}}^{{\gamma}}\prod_{{j\le i}}\alpha_j = {terms} = {num(tokens)}")
     st.latex(
-        rf"\text{{cost}} = \gamma c + v = {gamma}\times{c:g} + {v:g} = {n(cost)}\qquad"
+        rf"\text{{cost}} = \gamma c + v = {gamma}\times{c:g} + {v:g} = {num(cost)}\qquad"
         rf"\text{{speedup}} = \frac{{\mathbb{{E}}[N]}}{{\gamma c + v}}"
-        rf" = \frac{{{n(tokens)}}}{{{n(cost)}}} = {s:.2f}\times"
+        rf" = \frac{{{num(tokens)}}}{{{num(cost)}}} = {s:.2f}\times"
     )
     vs = v if shape is None else shape.v                     # the search's v: held fixed, or v(gamma)
     best = alg.best_gamma(alpha, c, vs, MAX_GAMMA) if search is None else alg.best_gamma_positional(search, c, vs)
     cols = st.columns(4)
-    cols[0].metric("Tokens per step E[N]", n(tokens))
-    cols[1].metric("Step cost", n(cost), help="gamma c + v, in target decode steps")
+    cols[0].metric("Tokens per step E[N]", num(tokens))
+    cols[1].metric("Step cost", num(cost), help="gamma c + v, in target decode steps")
     cols[2].metric("Speedup", f"{s:.2f}x")
     cols[3].metric(
         "Best integer gamma",
@@ -186,17 +186,17 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
         )
     lo, hi = alg.speedup_limits(gamma, c, v)
     st.latex(
-        rf"\alpha\to0:\ \frac{{1}}{{\gamma c + v}} = \frac{{1}}{{{n(cost)}}} = {lo:.2f}\times\qquad"
-        rf"\alpha\to1:\ \frac{{\gamma+1}}{{\gamma c + v}} = \frac{{{gamma + 1}}}{{{n(cost)}}} = {hi:.2f}\times"
+        rf"\alpha\to0:\ \frac{{1}}{{\gamma c + v}} = \frac{{1}}{{{num(cost)}}} = {lo:.2f}\times\qquad"
+        rf"\alpha\to1:\ \frac{{\gamma+1}}{{\gamma c + v}} = \frac{{{gamma + 1}}}{{{num(cost)}}} = {hi:.2f}\times"
     )
     be = alg.break_even_alpha(gamma, c, v)
     label = "Break-even alpha (speedup = 1" + (", constant alpha)" if search is not None else ")")
     if be is None:
         st.markdown(f"**{label}:** none. No alpha in [0, 1] pays here: even alpha = 1 gives {hi:.2f}x.")
     elif be == 0.0:
-        st.markdown(f"**{label}:** 0. Any alpha breaks even, since the step costs {n(cost)} <= 1 target step.")
+        st.markdown(f"**{label}:** 0. Any alpha breaks even, since the step costs {num(cost)} <= 1 target step.")
     else:
-        st.markdown(f"**{label}:** {n(be, 4)}. Below it speculation is a slowdown.")
+        st.markdown(f"**{label}:** {num(be, 4)}. Below it speculation is a slowdown.")
     if search is not None:
         positional_comparison(aj, c, v)                # alpha_j against vLLM's r_j; the constant with the same E[N]
     return s
@@ -251,7 +251,7 @@ def pmf_section(aj: np.ndarray, gamma: int) -> None:
     )
     st.markdown(
         f"Simulated: mean **{mc['mean']:.3f}**, P50 **{mc['p50']:g}**, P99 **{mc['p99']:g}** tokens per step "
-        f"(exact: mean {n(alg.expected_tokens_positional(aj))}, P50 {alg.pmf_quantile(pmf, 0.5)}, "
+        f"(exact: mean {num(alg.expected_tokens_positional(aj))}, P50 {alg.pmf_quantile(pmf, 0.5)}, "
         f"P99 {alg.pmf_quantile(pmf, 0.99)}). {spread}"
     )
 
