@@ -115,13 +115,20 @@ INPUTS_JS = """() => { const px = e => parseFloat(getComputedStyle(e).fontSize);
 def test_presenter_mode_enlarges_inputs_and_tables_without_cutting_them(page, streamlit_url, path):
     page.set_viewport_size({"width": 1280, "height": 900})
     open_page(page, streamlit_url, path, "")
-    drawn = '[data-testid="stMain"] [data-testid="stSelectbox"] input'
-    page.locator(drawn).first.wait_for(state="attached", timeout=30_000)
-    before = page.evaluate(INPUTS_JS)
+    drawn = ['[data-testid="stMain"] [data-testid="stSelectbox"] input',
+             '[data-testid="stMain"] [data-testid="stNumberInput"] input']
+
+    def inputs() -> dict:
+        """The page's input sizes once its run has ended and its selects and number boxes are drawn."""
+        wait_for_app(page)
+        for sel in drawn:
+            page.locator(sel).first.wait_for(state="attached", timeout=30_000)
+        return page.evaluate(INPUTS_JS)
+
+    before = inputs()
     open_page(page, streamlit_url, path, "present=1")
     _styled(page)
-    page.locator(drawn).first.wait_for(state="attached", timeout=30_000)
-    after = page.evaluate(INPUTS_JS)
+    after = inputs()
     assert after["select"] and before["select"] and min(after["select"]) >= 18 > max(before["select"])   # 14 px
     assert after["number"] and min(after["number"]) > max(before["number"])
     assert not after["cut"], after["cut"]                                                    # 0.7000 still shows whole

@@ -152,7 +152,7 @@ class Sample:
     prompt_len: int
 
 
-def _padded_step(model: Llama, ids: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def padded_step(model: Llama, ids: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Feed ids (B, T) with key mask keep (B, S_max): -> (features (B, T, C), last position's logits (B, 1, V))."""
     B, T = ids.shape
     start = model.cache.reserve(B, T, model.device, model.dtype)
@@ -182,7 +182,7 @@ def sample_replies(
         ids[b, pads[b] :] = torch.tensor(p)
         keep[b, pads[b] :] = True
     model.reset(B)
-    f, logits = _padded_step(model, ids, keep)
+    f, logits = padded_step(model, ids, keep)
     nan = torch.full((B, L - 1), float("nan"))  # log Z is needed from the last prompt position on
     feats, logz, toks = [f.half()], [nan, torch.logsumexp(logits, -1)], [ids]
     done = torch.zeros(B, dtype=torch.bool)
@@ -192,7 +192,7 @@ def sample_replies(
         done |= nxt == stop
         if bool(done.all()) or len(toks) - 1 == max_new:
             break
-        f, logits = _padded_step(model, nxt.view(B, 1), keep)
+        f, logits = padded_step(model, nxt.view(B, 1), keep)
         feats.append(f.half())
         logz.append(torch.logsumexp(logits, -1))
     all_ids, all_f, all_z = torch.cat(toks, 1), torch.cat(feats, 1), torch.cat(logz, 1)  # (B, L+R), (B, L+R-1, C)

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from gpu_demo.models.eagle import EagleHead
 from gpu_demo.models.llama import Llama
 from gpu_demo.training.eagle import EagleTrainConfig, batch_tensors, unrolled_features
-from gpu_demo.training.eagle_data import Sample, _padded_step
+from gpu_demo.training.eagle_data import Sample, padded_step
 
 
 @torch.inference_mode()
@@ -33,7 +33,7 @@ def features_for(model: Llama, rows: list[tuple[torch.Tensor, int]], batch: int 
             ids[b, L - x.numel():] = x.to(model.device)
             keep[b, L - x.numel():] = True
         model.reset(len(chunk))
-        f, _ = _padded_step(model, ids, keep)  # (B, L, C)
+        f, _ = padded_step(model, ids, keep)  # (B, L, C)
         for b, (x, lp) in enumerate(chunk):
             fb = f[b, L - x.numel():][:-1]  # f_0 .. f_{n-2}: each predicts the next token
             logz = torch.full((fb.shape[0],), float("nan"))

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from gpu_demo.models.llama import Llama
-from gpu_demo.training.eagle_data import PASSAGE_TASKS, TASKS, TOPICS, _padded_step, passages
+from gpu_demo.training.eagle_data import PASSAGE_TASKS, TASKS, TOPICS, padded_step, passages
 
 RULES = ("t1", "greedy")
 
@@ -93,7 +93,7 @@ def generate_ids(model: Llama, prompts: list[list[int]], max_new: int, stop: int
         ids[b, pads[b]:] = torch.tensor(p, device=model.device)
         keep[b, pads[b]:] = True
     model.reset(B)
-    _, logits = _padded_step(model, ids, keep)
+    _, logits = padded_step(model, ids, keep)
     toks, done = [ids], torch.zeros(B, dtype=torch.bool, device=model.device)
     for step in range(max_new):
         last = logits[:, -1].float()
@@ -103,7 +103,7 @@ def generate_ids(model: Llama, prompts: list[list[int]], max_new: int, stop: int
         done |= nxt == stop
         if bool(done.all()) or step == max_new - 1:
             break
-        _, logits = _padded_step(model, nxt.view(B, 1), keep)
+        _, logits = padded_step(model, nxt.view(B, 1), keep)
     seqs = torch.cat(toks, 1).cpu()
     out = []
     for b, p in enumerate(prompts):
