@@ -7,39 +7,29 @@ The drill itself (its inputs, its answer, its grading) is ``specdec_core.drills.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
-from specdec_core.drills import Drill, break_even_of, kv_batch_of, rule_tv, sample_compare_gap, speedup_of, tree_mask_of
+from specdec_core.drill_kinds import break_even_of, kv_batch_of, rule_tv, sample_compare_gap, speedup_of, tree_mask_of
+from specdec_core.drills import Drill
 from specdec_core.paged_kv import pages_freed, pages_held
 from specdec_core.rejection import acceptance_rate, accepted_mass, match_acceptance, matched_mass, total_variation
 from specdec_core.roofline import HARDWARE, MODE_LABELS, bytes_per_weight, crossover_batch, flops_per_weight_byte, ridge
 from specdec_core.steptime import KV_LABELS, KV_PRECISIONS, SHAPES
 
-FORMULAS: dict[str, str] = {
-    "tokens": r"\mathbb{E}[N] = \frac{1-\alpha^{\gamma+1}}{1-\alpha}",
-    "speedup": r"\text{speedup} = \frac{\mathbb{E}[N]}{\gamma c + v}",
-    "best_gamma": (
-        r"\gamma^* = \arg\max_{\gamma \in \{0,1,\dots\}} \frac{1-\alpha^{\gamma+1}}{(1-\alpha)(\gamma c + v)}"
-    ),
-    "break_even": r"\frac{1-\alpha^{\gamma+1}}{1-\alpha} = \gamma c + v",
-    "crossover": (
-        r"B^\times = \frac{\text{ridge}}{k\,(\gamma+1)},\quad"
-        r" \text{ridge} = \frac{\text{peak FLOP/s}}{\text{bytes/s}}"
-    ),
-    "alpha_pq": r"\alpha = \sum_x \min(p(x), q(x)) = 1 - \tfrac12 \sum_x |p(x) - q(x)|",
-    "compare": r"\text{speedup} = \frac{(1-\alpha^{\gamma+1})/(1-\alpha)}{\gamma c + v}",
-    "tree_tokens": r"\mathbb{E}[N] = 1 + \sum_{d=1}^{D} \prod_{i=1}^{d} S(b_i),\quad S(b) = a_1 + \dots + a_b",
-    "exact_rule": r"\text{keep } x_i \text{ w.p. } \min\!\Big(1, \frac{r_{i-1}(x_i)}{q_i(x_i)}\Big),\quad "
-                  r"r_i = \frac{(r_{i-1} - q_i)_+}{\lVert (r_{i-1} - q_i)_+ \rVert_1},\quad r_0 = p",
-    "kv_batch": r"B^{KV} = \frac{P_{\text{lin}} \cdot \text{bytes/weight}}{L \cdot 2\, n_{\text{layers}}\, "
-                r"n_{\text{kv heads}}\, d_{\text{head}} \cdot \text{bytes/element}}",
-    "rollback_pages": r"\text{freed} = \Big\lceil \frac{n+\gamma}{P} \Big\rceil - \Big\lceil \frac{n+k}{P} \Big\rceil",
-    "sample_compare": r"\sum_x \min(p(x), q(x)) - \sum_x p(x)\,q(x) \;\ge\; 0",
-    "tree_mask": r"M_{ij} = [\,j \in \text{ancestors}(i) \cup \{i\}\,],\quad \sum_{ij} M_{ij} = "
-                 r"\sum_i \text{depth}(i) = \sum_{d=1}^{D} d \prod_{i \le d} b_i",
-}
+
+@dataclass(frozen=True)
+class DrillWords:
+    """The words of one drill kind: its governing formula (LaTeX), its question and its worked solution, each
+    written from the drill's inputs."""
+
+    formula: str
+    ask: Callable[[dict], str]
+    solve: Callable[[dict], list[str]]
+
+
 RULE_TEXT: dict[str, str] = {
     "iid": "draw both candidates i.i.d. from q; keep candidate i w.p. min(1, r/q), and after each rejection "
            "replace r by (r - q)+ normalised (r starts as p); if both fail, draw from the last r",
@@ -258,21 +248,6 @@ def _sol_tree_mask(d: dict) -> list[str]:
     ]
 
 
-SOLUTIONS: dict[str, Callable[[dict], list[str]]] = {
-    "tokens": _sol_tokens,
-    "speedup": _sol_speedup,
-    "best_gamma": _sol_best_gamma,
-    "break_even": _sol_break_even,
-    "crossover": _sol_crossover,
-    "alpha_pq": _sol_alpha_pq,
-    "compare": _sol_compare,
-    "tree_tokens": _sol_tree_tokens,
-    "exact_rule": _sol_exact_rule,
-    "kv_batch": _sol_kv_batch,
-    "rollback_pages": _sol_rollback_pages,
-    "sample_compare": _sol_sample_compare,
-    "tree_mask": _sol_tree_mask,
-}
 
 
 # --------------------------------------------------------------- prompts ----
@@ -282,78 +257,151 @@ def _cfg_text(cfg: dict) -> str:
 
 def formula(drill: Drill) -> str:
     """The drill's governing formula, as LaTeX."""
-    return FORMULAS[drill.kind]
+    return WORDS[drill.kind].formula
 
 
 def solution(drill: Drill) -> list[str]:
     """The worked solution, one line per step, in the seed's plain-text style."""
-    return SOLUTIONS[drill.kind](drill.params)
+    return WORDS[drill.kind].solve(drill.params)
 
+
+def _ask_tokens(d: dict) -> str:
+    return (
+        f"A draft proposes gamma = {d['gamma']} tokens, each accepted with probability "
+        f"alpha = {d['alpha']:g}. How many tokens does one target pass emit on average, E[N]?"
+    )
+
+
+def _ask_speedup(d: dict) -> str:
+    return f"With {_cfg_text(d)}, what is the modelled speedup over plain decoding?"
+
+
+def _ask_best_gamma(d: dict) -> str:
+    return (
+        f"alpha = {d['alpha']:g}, a draft token costs c = {d['c']:g} target steps and verification "
+        f"v = {d['v']:g}. Which integer draft length gamma (0 to 32) gives the highest speedup?"
+    )
+
+
+def _ask_break_even(d: dict) -> str:
+    return (
+        f"gamma = {d['gamma']}, c = {d['c']:g}, v = {d['v']:g}. Below which acceptance alpha does "
+        f"speculation become a slowdown (the break-even alpha, where the speedup is exactly 1)?"
+    )
+
+
+def _ask_crossover(d: dict) -> str:
+    return (
+        f"On {d['hardware']} with {MODE_LABELS[d['mode']]} and gamma = {d['gamma']}, at which batch B does the "
+        f"verification pass reach the roofline ridge (weight-dominated linear layers)?"
+    )
+
+
+def _ask_alpha_pq(d: dict) -> str:
+    return f"Target p = {d['p']}, draft q = {d['q']}. What is the acceptance rate alpha?"
+
+
+def _ask_tree_tokens(d: dict) -> str:
+    return (
+        f"In a draft tree, every node at depth {', '.join(str(i) for i in range(len(d['branching'])))} (depth 0 "
+        f"is the root, the last accepted token) has {', '.join(map(str, d['branching']))} children "
+        "respectively, ranked 1, 2, ... Given its parent was kept, the rank-r child is the one kept with "
+        f"probability a_r = {', '.join(f'{x:g}' for x in d['rates'])}. What is E[N], the tokens per target pass?"
+    )
+
+
+def _ask_exact_rule(d: dict) -> str:
+    return (
+        f"Target p = {d['p']}, draft q = {d['q']}, {d['k']} candidates per position. A: {RULE_TEXT[d['A']]}. "
+        f"B: {RULE_TEXT[d['B']]}. Which one emits exactly p? Answer A or B."
+    )
+
+
+def _ask_kv_batch(d: dict) -> str:
+    m = SHAPES[d["model"]]
+    return (
+        f"{m.name} ({m.linear_params / 1e9:.3f}e9 linear weights, each read once per step, "
+        f"{MODE_LABELS[d['mode']]}; {m.layers} layers, {m.kv_heads} KV heads of {m.head_dim}) decodes every "
+        f"sequence at context L = {d['context']:,}, its KV cache in {d['kv'].upper()} "
+        f"({KV_PRECISIONS[d['kv']][0]:g} byte(s) per element). At which batch B do one decode step's KV-cache "
+        "reads equal its weight reads?"
+    )
+
+
+def _ask_rollback_pages(d: dict) -> str:
+    return (
+        f"A paged KV cache uses pages of P = {d['page']} token slots. A sequence has n = {d['cached']} tokens "
+        f"cached; the verify pass writes the KV of gamma = {d['gamma']} drafts, and {d['accepted']} are accepted. "
+        "How many pages go back to the free list when the rejected ones are rolled back?"
+    )
+
+
+def _ask_sample_compare(d: dict) -> str:
+    return (
+        f"Target p = {d['p']}, draft q = {d['q']}. Sample-and-compare draws y ~ p apart from the draft's x ~ q "
+        "and keeps x only if y = x; speculative sampling keeps x with probability min(1, p(x)/q(x)). Both emit "
+        "exactly p. How much higher is the speculative rule's acceptance (its alpha minus sample-and-compare's)?"
+    )
+
+
+def _ask_tree_mask(d: dict) -> str:
+    return (
+        f"A draft tree has {', '.join(map(str, d['branching']))} children per node at depth "
+        f"{', '.join(str(i) for i in range(len(d['branching'])))} respectively (depth 0 is the root). In the "
+        "verify pass's attention mask, how many entries of the N x N block among the tree's nodes are allowed?"
+    )
+
+
+def _ask_compare(d: dict) -> str:
+    return f"Which is faster? A: {_cfg_text(d['A'])}. B: {_cfg_text(d['B'])}. Answer A or B."
+
+
+WORDS: dict[str, DrillWords] = {
+    "tokens": DrillWords(
+        r"\mathbb{E}[N] = \frac{1-\alpha^{\gamma+1}}{1-\alpha}",
+        _ask_tokens, _sol_tokens),
+    "speedup": DrillWords(
+        r"\text{speedup} = \frac{\mathbb{E}[N]}{\gamma c + v}",
+        _ask_speedup, _sol_speedup),
+    "best_gamma": DrillWords(
+        r"\gamma^* = \arg\max_{\gamma \in \{0,1,\dots\}} \frac{1-\alpha^{\gamma+1}}{(1-\alpha)(\gamma c + v)}",
+        _ask_best_gamma, _sol_best_gamma),
+    "break_even": DrillWords(
+        r"\frac{1-\alpha^{\gamma+1}}{1-\alpha} = \gamma c + v",
+        _ask_break_even, _sol_break_even),
+    "crossover": DrillWords(
+        r"B^\times = \frac{\text{ridge}}{k\,(\gamma+1)},\quad"
+        r" \text{ridge} = \frac{\text{peak FLOP/s}}{\text{bytes/s}}",
+        _ask_crossover, _sol_crossover),
+    "alpha_pq": DrillWords(
+        r"\alpha = \sum_x \min(p(x), q(x)) = 1 - \tfrac12 \sum_x |p(x) - q(x)|",
+        _ask_alpha_pq, _sol_alpha_pq),
+    "compare": DrillWords(
+        r"\text{speedup} = \frac{(1-\alpha^{\gamma+1})/(1-\alpha)}{\gamma c + v}",
+        _ask_compare, _sol_compare),
+    "tree_tokens": DrillWords(
+        r"\mathbb{E}[N] = 1 + \sum_{d=1}^{D} \prod_{i=1}^{d} S(b_i),\quad S(b) = a_1 + \dots + a_b",
+        _ask_tree_tokens, _sol_tree_tokens),
+    "exact_rule": DrillWords(
+        r"\text{keep } x_i \text{ w.p. } \min\!\Big(1, \frac{r_{i-1}(x_i)}{q_i(x_i)}\Big),\quad "
+        r"r_i = \frac{(r_{i-1} - q_i)_+}{\lVert (r_{i-1} - q_i)_+ \rVert_1},\quad r_0 = p",
+        _ask_exact_rule, _sol_exact_rule),
+    "kv_batch": DrillWords(
+        r"B^{KV} = \frac{P_{\text{lin}} \cdot \text{bytes/weight}}{L \cdot 2\, n_{\text{layers}}\, "
+        r"n_{\text{kv heads}}\, d_{\text{head}} \cdot \text{bytes/element}}",
+        _ask_kv_batch, _sol_kv_batch),
+    "rollback_pages": DrillWords(
+        r"\text{freed} = \Big\lceil \frac{n+\gamma}{P} \Big\rceil - \Big\lceil \frac{n+k}{P} \Big\rceil",
+        _ask_rollback_pages, _sol_rollback_pages),
+    "sample_compare": DrillWords(
+        r"\sum_x \min(p(x), q(x)) - \sum_x p(x)\,q(x) \;\ge\; 0",
+        _ask_sample_compare, _sol_sample_compare),
+    "tree_mask": DrillWords(
+        r"M_{ij} = [\,j \in \text{ancestors}(i) \cup \{i\}\,],\quad \sum_{ij} M_{ij} = "
+        r"\sum_i \text{depth}(i) = \sum_{d=1}^{D} d \prod_{i \le d} b_i",
+        _ask_tree_mask, _sol_tree_mask),
+}
 
 def prompt(drill: Drill) -> str:
     """The question, in words, with the inputs spelled out."""
-    kind, d = drill.kind, drill.params
-    if kind == "tokens":
-        return (
-            f"A draft proposes gamma = {d['gamma']} tokens, each accepted with probability "
-            f"alpha = {d['alpha']:g}. How many tokens does one target pass emit on average, E[N]?"
-        )
-    if kind == "speedup":
-        return f"With {_cfg_text(d)}, what is the modelled speedup over plain decoding?"
-    if kind == "best_gamma":
-        return (
-            f"alpha = {d['alpha']:g}, a draft token costs c = {d['c']:g} target steps and verification "
-            f"v = {d['v']:g}. Which integer draft length gamma (0 to 32) gives the highest speedup?"
-        )
-    if kind == "break_even":
-        return (
-            f"gamma = {d['gamma']}, c = {d['c']:g}, v = {d['v']:g}. Below which acceptance alpha does "
-            f"speculation become a slowdown (the break-even alpha, where the speedup is exactly 1)?"
-        )
-    if kind == "crossover":
-        return (
-            f"On {d['hardware']} with {MODE_LABELS[d['mode']]} and gamma = {d['gamma']}, at which batch B does the "
-            f"verification pass reach the roofline ridge (weight-dominated linear layers)?"
-        )
-    if kind == "alpha_pq":
-        return f"Target p = {d['p']}, draft q = {d['q']}. What is the acceptance rate alpha?"
-    if kind == "tree_tokens":
-        return (
-            f"In a draft tree, every node at depth {', '.join(str(i) for i in range(len(d['branching'])))} (depth 0 "
-            f"is the root, the last accepted token) has {', '.join(map(str, d['branching']))} children "
-            "respectively, ranked 1, 2, ... Given its parent was kept, the rank-r child is the one kept with "
-            f"probability a_r = {', '.join(f'{x:g}' for x in d['rates'])}. What is E[N], the tokens per target pass?"
-        )
-    if kind == "exact_rule":
-        return (
-            f"Target p = {d['p']}, draft q = {d['q']}, {d['k']} candidates per position. A: {RULE_TEXT[d['A']]}. "
-            f"B: {RULE_TEXT[d['B']]}. Which one emits exactly p? Answer A or B."
-        )
-    if kind == "kv_batch":
-        m = SHAPES[d["model"]]
-        return (
-            f"{m.name} ({m.linear_params / 1e9:.3f}e9 linear weights, each read once per step, "
-            f"{MODE_LABELS[d['mode']]}; {m.layers} layers, {m.kv_heads} KV heads of {m.head_dim}) decodes every "
-            f"sequence at context L = {d['context']:,}, its KV cache in {d['kv'].upper()} "
-            f"({KV_PRECISIONS[d['kv']][0]:g} byte(s) per element). At which batch B do one decode step's KV-cache "
-            "reads equal its weight reads?"
-        )
-    if kind == "rollback_pages":
-        return (
-            f"A paged KV cache uses pages of P = {d['page']} token slots. A sequence has n = {d['cached']} tokens "
-            f"cached; the verify pass writes the KV of gamma = {d['gamma']} drafts, and {d['accepted']} are accepted. "
-            "How many pages go back to the free list when the rejected ones are rolled back?"
-        )
-    if kind == "sample_compare":
-        return (
-            f"Target p = {d['p']}, draft q = {d['q']}. Sample-and-compare draws y ~ p apart from the draft's x ~ q "
-            "and keeps x only if y = x; speculative sampling keeps x with probability min(1, p(x)/q(x)). Both emit "
-            "exactly p. How much higher is the speculative rule's acceptance (its alpha minus sample-and-compare's)?"
-        )
-    if kind == "tree_mask":
-        return (
-            f"A draft tree has {', '.join(map(str, d['branching']))} children per node at depth "
-            f"{', '.join(str(i) for i in range(len(d['branching'])))} respectively (depth 0 is the root). In the "
-            "verify pass's attention mask, how many entries of the N x N block among the tree's nodes are allowed?"
-        )
-    return f"Which is faster? A: {_cfg_text(d['A'])}. B: {_cfg_text(d['B'])}. Answer A or B."
+    return WORDS[drill.kind].ask(drill.params)

@@ -12,6 +12,7 @@ import numpy as np
 from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
+from specdec_core.drill_kinds import DRILL_KINDS, DRILL_TITLES
 
 N_DRILLS, N_CONCEPTS = 4, 3
 TIME_LIMIT_S = 10 * 60            # a first-round screen's budget for this much
@@ -56,9 +57,9 @@ class MockResult:
 def mock_set(seed: str) -> MockSet:
     """N_DRILLS drill kinds and N_CONCEPTS concept questions drawn by the seed (same seed, same interview)."""
     rng = np.random.default_rng(dr.seed_to_int(f"mock:{seed}"))
-    kinds = rng.choice(len(dr.DRILL_KINDS), size=N_DRILLS, replace=False)
+    kinds = rng.choice(len(DRILL_KINDS), size=N_DRILLS, replace=False)
     qs = rng.choice(len(ic.CONCEPT_QUESTIONS), size=N_CONCEPTS, replace=False)
-    return MockSet(seed, tuple(dr.make_drill(dr.DRILL_KINDS[int(k)], seed) for k in sorted(kinds)),
+    return MockSet(seed, tuple(dr.make_drill(DRILL_KINDS[int(k)], seed) for k in sorted(kinds)),
                    tuple(ic.CONCEPT_QUESTIONS[int(i)] for i in sorted(qs)))
 
 
@@ -73,9 +74,9 @@ def score(m: MockSet, answers: dict[str, str], picks: dict[str, int | None], phr
         g = dr.grade(d, answers.get(d.kind, ""))
         points += g.correct
         if not g.correct:
-            review.append(f"Drill: {dr.DRILL_TITLES[d.kind]}")
+            review.append(f"Drill: {DRILL_TITLES[d.kind]}")
         verdict = [g.message] + ([f"The common mistake behind it: {g.mistake}"] if g.mistake else [])
-        items.append(MockItem(dr.DRILL_TITLES[d.kind], bool(g.correct), (*verdict, *dt.solution(d))))
+        items.append(MockItem(DRILL_TITLES[d.kind], bool(g.correct), (*verdict, *dt.solution(d))))
     for q in m.concepts:
         pick = picks.get(q.key)
         ok = pick is not None and ic.check_choice(q, pick)[0]

@@ -9,7 +9,6 @@ choice is tempting, computed the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +28,7 @@ class Mistake:
     value: float | int | str
 
 
-def _tokens(d: dict) -> list[Mistake]:
+def tokens_mistakes(d: dict) -> list[Mistake]:
     a, g = d["alpha"], d["gamma"]
     n = float(expected_tokens(a, g))
     return [
@@ -43,7 +42,7 @@ def _tokens(d: dict) -> list[Mistake]:
     ]
 
 
-def _speedup_cfg(cfg: dict) -> list[Mistake]:
+def speedup_cfg_mistakes(cfg: dict) -> list[Mistake]:
     a, g, c, v = cfg["alpha"], cfg["gamma"], cfg["c"], cfg["v"]
     n, cost = float(expected_tokens(a, g)), float(step_cost(g, c, v))
     return [
@@ -57,7 +56,7 @@ def _speedup_cfg(cfg: dict) -> list[Mistake]:
     ]
 
 
-def _best_gamma(d: dict) -> list[Mistake]:
+def best_gamma_mistakes(d: dict) -> list[Mistake]:
     a, c, v = d["alpha"], d["c"], d["v"]
     g_star = best_gamma(a, c, v, max_gamma=32)[0]
     return [
@@ -72,7 +71,7 @@ def _best_gamma(d: dict) -> list[Mistake]:
     ]
 
 
-def _break_even(d: dict) -> list[Mistake]:
+def break_even_mistakes(d: dict) -> list[Mistake]:
     g, c, v = d["gamma"], d["c"], d["v"]
     out = [Mistake(f"v = 1 assumed: solve E[N] = gamma c + v with v = {v:g}", break_even_alpha(g, c, 1.0)),
            Mistake("you forgot the draft cost: solve E[N] = gamma c + v, not E[N] = v", break_even_alpha(g, 0.0, v)),
@@ -81,7 +80,7 @@ def _break_even(d: dict) -> list[Mistake]:
     return [m for m in out if m.value is not None]
 
 
-def _crossover(d: dict) -> list[Mistake]:
+def crossover_mistakes(d: dict) -> list[Mistake]:
     hw, g, mode = HARDWARE[d["hardware"]], d["gamma"], d["mode"]
     r, k = ridge(hw, mode), flops_per_weight_byte(mode)
     return [
@@ -94,7 +93,7 @@ def _crossover(d: dict) -> list[Mistake]:
     ]
 
 
-def _alpha_pq(d: dict) -> list[Mistake]:
+def alpha_pq_mistakes(d: dict) -> list[Mistake]:
     p, q = np.asarray(d["p"]), np.asarray(d["q"])
     tv = float(total_variation(p, q))
     return [
@@ -106,7 +105,7 @@ def _alpha_pq(d: dict) -> list[Mistake]:
     ]
 
 
-def _compare(d: dict) -> list[Mistake]:
+def compare_mistakes(d: dict) -> list[Mistake]:
     sa, sb = (float(speedup(x["alpha"], x["gamma"], x["c"], x["v"])) for x in (d["A"], d["B"]))
     loser = "B" if sa > sb else "A"
     out: list[Mistake] = []
@@ -123,7 +122,7 @@ def _compare(d: dict) -> list[Mistake]:
     return out
 
 
-def _tree_tokens(d: dict) -> list[Mistake]:
+def tree_tokens_mistakes(d: dict) -> list[Mistake]:
     a, b = np.asarray(d["rates"], dtype=float), d["branching"]
     s = np.array([a[:x].sum() for x in b])               # (D,) S(b_d): chance some child at depth d is kept
     return [
@@ -147,13 +146,13 @@ _RULE_FLAWS = {  # a predicate on the wrong rule: "the tempting rule A, which ..
 }
 
 
-def _exact_rule(d: dict) -> list[Mistake]:
+def exact_rule_mistakes(d: dict) -> list[Mistake]:
     wrong = d["B"] if d["A"] in ("iid", "wor") else d["A"]
     side = "B" if wrong == d["B"] else "A"
     return [Mistake(f"the tempting rule {side}, which {_RULE_FLAWS[wrong]}", side)]
 
 
-def _kv_batch(d: dict) -> list[Mistake]:
+def kv_batch_mistakes(d: dict) -> list[Mistake]:
     m = SHAPES[d["model"]]
     b = float(kv_read_batch(m, d["mode"], d["context"], d["kv"]))
     return [
@@ -170,7 +169,7 @@ def _kv_batch(d: dict) -> list[Mistake]:
     ]
 
 
-def _rollback_pages(d: dict) -> list[Mistake]:
+def rollback_pages_mistakes(d: dict) -> list[Mistake]:
     n, g, k, page = d["cached"], d["gamma"], d["accepted"], d["page"]
     r = g - k
     return [
@@ -185,7 +184,7 @@ def _rollback_pages(d: dict) -> list[Mistake]:
     ]
 
 
-def _sample_compare(d: dict) -> list[Mistake]:
+def sample_compare_mistakes(d: dict) -> list[Mistake]:
     p, q = np.asarray(d["p"]), np.asarray(d["q"])
     alpha, match = float(acceptance_rate(p, q)), float(match_acceptance(p, q))
     return [
@@ -199,7 +198,7 @@ def _sample_compare(d: dict) -> list[Mistake]:
     ]
 
 
-def _tree_mask(d: dict) -> list[Mistake]:
+def tree_mask_mistakes(d: dict) -> list[Mistake]:
     b = np.asarray(d["branching"])
     width = np.cumprod(b)                                  # (D,) nodes at each depth
     n, allowed = int(width.sum()), int((width * np.arange(1, b.size + 1)).sum())
@@ -211,18 +210,3 @@ def _tree_mask(d: dict) -> list[Mistake]:
         Mistake("each node's ancestors without the node itself: row i has depth(i) entries, itself included",
                 allowed - n),
     ]
-
-
-_MISTAKES: dict[str, Callable[[dict], list[Mistake]]] = {
-    "tokens": _tokens, "speedup": _speedup_cfg, "best_gamma": _best_gamma, "break_even": _break_even,
-    "crossover": _crossover, "alpha_pq": _alpha_pq, "compare": _compare, "tree_tokens": _tree_tokens,
-    "exact_rule": _exact_rule, "kv_batch": _kv_batch, "rollback_pages": _rollback_pages,
-    "sample_compare": _sample_compare, "tree_mask": _tree_mask,
-}
-
-
-def mistakes(kind: str, params: dict) -> list[Mistake]:
-    """The tempting wrong answers of this drill kind for these inputs (non-finite values dropped)."""
-    out = _MISTAKES[kind](params)
-    return [m for m in out if isinstance(m.value, str) or np.isfinite(float(m.value))]
-

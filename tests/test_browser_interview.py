@@ -6,6 +6,7 @@ from browser_helpers import assert_no_error, open_page, screenshot, type_number,
 
 from content import drill_text as dt
 from specdec_core import drills as dr
+from specdec_core.drill_kinds import DRILL_KINDS, SENIOR_KINDS
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +33,7 @@ def test_answer_a_drill_right_then_wrong(page, streamlit_url):
     _answer(page, "speedup", f"{drill.answer():.2f}x")
     success = _alerts(page, "Success")
     assert success == [f"Right: {drill.answer():.4g}."], success
-    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(dr.DRILL_KINDS)}"
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(DRILL_KINDS)}"
     assert page.get_by_text("Worked solution").count() == 1
     assert page.locator('[data-testid="stException"]').count() == 0
     screenshot(page, "interview-drill-right")
@@ -41,7 +42,7 @@ def test_answer_a_drill_right_then_wrong(page, streamlit_url):
     errors = _alerts(page, "Error")
     assert errors == [f"Not quite: the answer is {drill.answer():.4g}."], errors
     # the solution was shown after the first answer, so the score keeps that first answer
-    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(dr.DRILL_KINDS)}"
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(DRILL_KINDS)}"
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
@@ -54,7 +55,7 @@ def test_a_crossover_drill_takes_the_rounded_batch(page, streamlit_url):
     _answer(page, "crossover", str(round(drill.answer())))
     success = _alerts(page, "Success")
     assert len(success) == 1 and "whole number of requests" in success[0] and "23 or 24" in success[0], success
-    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(dr.DRILL_KINDS)}"
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(DRILL_KINDS)}"
     assert_no_error(page)
     screenshot(page, "interview-crossover-integer")
 
@@ -90,16 +91,16 @@ def test_the_senior_set_renders_its_prompts_verbatim_and_grades_a_mask(page, str
     """?level=Senior: the four senior prompts render as written (the '~' of 'y ~ p' is not strikethrough), and the
     tree-mask drill answered with a causal mask's count is named as that mistake."""
     open_page(page, streamlit_url, "interview", "part=Drills&seed=classroom&level=Senior")
-    for kind in dr.SENIOR_KINDS:
+    for kind in SENIOR_KINDS:
         assert page.get_by_text(dt.prompt(dr.make_drill(kind, "classroom"))).count() == 1, kind
     assert page.locator("del, s").count() == 0
-    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"0 / {len(dr.SENIOR_KINDS)}"
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"0 / {len(SENIOR_KINDS)}"
     drill = dr.make_drill("tree_mask", "classroom")                      # branching 3, 1, 1: 18 of 81; causal 45
     _answer(page, "tree_mask", "45")
     errors = _alerts(page, "Error")
     assert len(errors) == 1 and "a causal mask" in errors[0] and dr.RETRY_TEXT in errors[0], errors
     _answer(page, "tree_mask", str(drill.answer()))
     assert _alerts(page, "Success") == ["Right."]
-    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(dr.SENIOR_KINDS)}"
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(SENIOR_KINDS)}"
     assert_no_error(page)
     screenshot(page, "interview-senior-tree-mask")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from specdec_core import drills as dr
+from specdec_core.drill_kinds import DRILL_KINDS, rule_law, tree_depth_masses
 
 # Reference hardware from REFERENCE.md (dense peaks, TFLOP/s; bandwidth TB/s), typed in independently.
 REF_HW = {
@@ -412,20 +413,20 @@ def test_messages_never_echo_what_was_typed():
 def test_tree_depth_masses_sum_to_the_answer_minus_the_root():
     for seed in ("classroom", "1", "2", "3"):
         d = dr.make_drill("tree_tokens", seed)
-        assert 1 + dr.tree_depth_masses(d.params).sum() == pytest.approx(d.answer(), abs=1e-12)
+        assert 1 + tree_depth_masses(d.params).sum() == pytest.approx(d.answer(), abs=1e-12)
 
 
 def test_rule_law_is_a_law_and_the_exact_rule_emits_p():
     d = dr.make_drill("exact_rule", "classroom")
     p = np.asarray(d.params["p"])
     for side in "AB":
-        law = dr.rule_law(d.params[side], d.params["p"], d.params["q"], d.params["k"])
+        law = rule_law(d.params[side], d.params["p"], d.params["q"], d.params["k"])
         assert law.sum() == pytest.approx(1.0) and (law >= 0).all()
         assert np.allclose(law, p) == (side == d.answer())            # negative control: the other is biased
 
 
 # ------------------------------------------------------------- diagnosis ----
-from specdec_core.drill_mistakes import mistakes  # noqa: E402
+from specdec_core.drills import mistakes  # noqa: E402
 
 SEEDS = ("classroom", "1", "2", "3", "4", "5")
 
@@ -443,7 +444,7 @@ def test_the_reviewers_speedup_mistake_is_named_and_retried():
     assert shown.final and shown.message.startswith("Not quite: the answer is 1.571.") and g.mistake in shown.message
 
 
-@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+@pytest.mark.parametrize("kind", DRILL_KINDS)
 def test_each_kind_has_mistakes_and_each_distinct_one_is_recognised(kind):
     """Every kind has a common mistake on most seeds; typing a mistake's value is diagnosed as a mistake (the
     first one it matches), and never when the value would pass as the answer."""
@@ -460,7 +461,7 @@ def test_each_kind_has_mistakes_and_each_distinct_one_is_recognised(kind):
     assert found >= len(SEEDS)
 
 
-@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+@pytest.mark.parametrize("kind", DRILL_KINDS)
 def test_right_answers_and_far_off_numbers_get_no_diagnosis(kind):
     """Negative controls: the right answer is never called a mistake, and a number far from every mistake gets
     the plain message."""

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from specdec_core import drills as dr
+from specdec_core.drill_kinds import DRILL_KINDS, SENIOR_KINDS
 from ui.interview.figures import drill_figure
 
 
@@ -13,7 +14,7 @@ def _title(fig) -> str:
     return fig.layout.title.text
 
 
-@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+@pytest.mark.parametrize("kind", DRILL_KINDS)
 def test_every_kind_draws_for_many_seeds_at_both_sizes(kind):
     for seed in range(4):
         for large in (False, True):
@@ -23,8 +24,8 @@ def test_every_kind_draws_for_many_seeds_at_both_sizes(kind):
 
 def test_each_senior_kind_has_its_own_branch():
     """A senior kind falling into another kind's branch (the crash of an earlier session) would share its title."""
-    titles = {k: _title(drill_figure(dr.make_drill(k, "classroom"))) for k in dr.DRILL_KINDS}
-    for k in dr.SENIOR_KINDS:
+    titles = {k: _title(drill_figure(dr.make_drill(k, "classroom"))) for k in DRILL_KINDS}
+    for k in SENIOR_KINDS:
         assert [o for o, t in titles.items() if t == titles[k]] == [k], (k, titles[k])
     with pytest.raises(ValueError, match="no figure"):
         drill_figure(dr.Drill("nonsense", {}))
@@ -49,3 +50,13 @@ def test_senior_figures_show_the_answer(seed):
     tm = dr.make_drill("tree_mask", seed)
     z = np.asarray(drill_figure(tm).data[0].z)
     assert int(z.sum()) == tm.answer() and (np.triu(z, 1) == 0).all()               # ancestors come first
+
+
+def test_each_kind_is_one_entry_in_each_layer():
+    """A drill kind is one DrillKind (core), one DrillWords (prose) and one figure: the three registries agree,
+    so a kind added to one and forgotten in another fails here instead of on the page."""
+    from content.drill_text import WORDS
+    from specdec_core.drill_kinds import KINDS
+    from ui.interview.figures import FIGURES
+
+    assert list(WORDS) == list(KINDS) and set(FIGURES) == set(KINDS)

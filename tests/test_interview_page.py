@@ -11,7 +11,8 @@ import pytest
 from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
-from specdec_core.drill_mistakes import mistakes
+from specdec_core.drill_kinds import DRILL_KINDS, DRILL_TITLES, SENIOR_KINDS
+from specdec_core.drills import mistakes
 from ui.controls import widget_key
 from ui.interview import widgets as w
 
@@ -79,22 +80,22 @@ def test_drill_answered_right_then_wrong_is_graded_each_time_but_scored_once(app
     at = _drills(app_test)
     tokens = dr.make_drill("tokens", "classroom")
     assert dt.prompt(tokens) in " ".join(m.value for m in at.markdown)
-    assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[0].value == f"0 / {len(DRILL_KINDS)}"
 
     at.text_input(key="ans_tokens").input(f"{tokens.answer():.2f}").run()        # 3.95: right
     at.button(key="chk_tokens").click().run()
     _no_exception(at)
     assert [s.value for s in at.success] == [f"Right: {tokens.answer():.4g}."]
     assert not at.error
-    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[0].value == f"1 / {len(DRILL_KINDS)}"
     assert any("tokens per pass" in c.value for c in at.code)                  # the worked solution
 
     at.text_input(key="ans_tokens").input("3.5").run()                           # wrong, after the solution
     at.button(key="chk_tokens").click().run()
     _no_exception(at)
     assert [e.value for e in at.error] == [f"Not quite: the answer is {tokens.answer():.4g}."]
-    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"                  # the first answer stands
-    assert at.metric[1].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[0].value == f"1 / {len(DRILL_KINDS)}"                  # the first answer stands
+    assert at.metric[1].value == f"1 / {len(DRILL_KINDS)}"
 
 
 def test_copying_the_shown_solution_does_not_raise_the_score(app_test):
@@ -109,7 +110,7 @@ def test_copying_the_shown_solution_does_not_raise_the_score(app_test):
     at.button(key="chk_speedup").click().run()
     _no_exception(at)
     assert [s.value for s in at.success] == [f"Right: {d.answer():.4g}."]     # graded ...
-    assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}"                  # ... but not scored
+    assert at.metric[0].value == f"0 / {len(DRILL_KINDS)}"                  # ... but not scored
     assert any("Scored not right" in c.value for c in at.caption)
 
 
@@ -123,11 +124,11 @@ def test_wrong_answer_gets_its_diagnosis_then_one_retry(app_test):
     _no_exception(at)
     err = at.error[0].value
     assert "E[N] before dividing by the cost" in err and dr.RETRY_TEXT in err and f"{d.answer():.4g}" not in err
-    assert not at.code and at.metric[1].value == f"0 / {len(dr.DRILL_KINDS)}"  # no solution, not scored yet
+    assert not at.code and at.metric[1].value == f"0 / {len(DRILL_KINDS)}"  # no solution, not scored yet
     assert "give_speedup" in [b.key for b in at.button]
     at.text_input(key="ans_speedup").input(f"{d.answer():.3f}").run()
     at.button(key="chk_speedup").click().run()
-    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[0].value == f"1 / {len(DRILL_KINDS)}"
     assert any(dt.solution(d)[-1] in c.value for c in at.code)
 
 
@@ -139,7 +140,7 @@ def test_show_the_answer_after_a_wrong_try_reveals_and_scores_wrong(app_test):
     at.button(key="give_tokens").click().run()
     _no_exception(at)
     assert at.error[0].value.startswith(f"Not quite: the answer is {d.answer():.4g}.")
-    assert at.metric[0].value == f"0 / {len(dr.DRILL_KINDS)}" and at.metric[1].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[0].value == f"0 / {len(DRILL_KINDS)}" and at.metric[1].value == f"1 / {len(DRILL_KINDS)}"
 
 
 def test_invalid_input_before_the_first_answer_does_not_freeze_the_score(app_test):
@@ -150,10 +151,10 @@ def test_invalid_input_before_the_first_answer_does_not_freeze_the_score(app_tes
     _no_exception(at)
     assert any("comma" in w.value and "1.57" in w.value for w in at.warning)
     assert not any("tokens per pass" in c.value for c in at.code)             # no solution shown yet
-    assert at.metric[1].value == f"0 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[1].value == f"0 / {len(DRILL_KINDS)}"
     at.text_input(key="ans_speedup").input("1.57").run()
     at.button(key="chk_speedup").click().run()
-    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[0].value == f"1 / {len(DRILL_KINDS)}"
     assert d.answer() == pytest.approx(1.5714, abs=1e-4)
 
 
@@ -165,7 +166,7 @@ def test_crossover_drill_accepts_the_rounded_batch_and_says_why(app_test):
     at.button(key="chk_crossover").click().run()
     _no_exception(at)
     assert len(at.success) == 1 and "whole number" in at.success[0].value and "23 or 24" in at.success[0].value
-    assert at.metric[0].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[0].value == f"1 / {len(DRILL_KINDS)}"
 
 
 def test_score_counts_several_drills_and_a_choice(app_test):
@@ -181,8 +182,8 @@ def test_score_counts_several_drills_and_a_choice(app_test):
         at.text_input(key="ans_alpha_pq").input("0.1").run()
         at.button(key="chk_alpha_pq").click().run()
     _no_exception(at)
-    assert at.metric[0].value == f"2 / {len(dr.DRILL_KINDS)}"
-    assert at.metric[1].value == f"3 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[0].value == f"2 / {len(DRILL_KINDS)}"
+    assert at.metric[1].value == f"3 / {len(DRILL_KINDS)}"
     assert loser not in [s.value for s in at.success]
 
 
@@ -192,7 +193,7 @@ def test_bad_input_gets_a_message_and_is_not_scored(app_test):
     at.button(key="chk_speedup").click().run()
     _no_exception(at)
     assert any("is not a number" in w.value for w in at.warning)
-    assert at.metric[1].value == f"0 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[1].value == f"0 / {len(DRILL_KINDS)}"
 
 
 def test_seed_in_url_fixes_the_set(app_test):
@@ -246,7 +247,7 @@ def test_classroom_predict_then_reveal(app_test):
     _no_exception(at)
     assert [e.value for e in at.error] == [f"Not quite: the answer is {d.answer():.4g}."]
     assert any(f"= {d.answer():.2f}x" in c.value for c in at.code)
-    assert at.metric[1].value == f"1 / {len(dr.DRILL_KINDS)}"
+    assert at.metric[1].value == f"1 / {len(DRILL_KINDS)}"
 
 
 def test_classroom_empty_prediction_is_not_locked(app_test):
@@ -350,7 +351,7 @@ def _answer(at, d: dr.Drill, text: str) -> None:
         at.text_input(key=f"ans_{d.kind}").input(text).run()
 
 
-@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+@pytest.mark.parametrize("kind", DRILL_KINDS)
 @pytest.mark.parametrize("how", ["right", "wrong"])
 def test_every_kind_answered_shows_its_solution_and_figure(app_test, kind, how):
     """The reviewer's crash: the tree drill answered right raised KeyError 'p' from the figure, and every
@@ -369,7 +370,7 @@ def test_every_kind_answered_shows_its_solution_and_figure(app_test, kind, how):
     _no_exception(at)
 
 
-@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+@pytest.mark.parametrize("kind", DRILL_KINDS)
 def test_every_kind_wrong_in_a_common_way_is_diagnosed_then_retried(app_test, kind):
     """Each kind's first common mistake, typed as the answer: its diagnosis shows, the answer does not."""
     at = _drills(app_test)
@@ -386,7 +387,7 @@ def _typed(value) -> str:
     return value if isinstance(value, str) else (str(value) if isinstance(value, int) else f"{value:.4f}")
 
 
-@pytest.mark.parametrize("kind", dr.DRILL_KINDS)
+@pytest.mark.parametrize("kind", DRILL_KINDS)
 def test_every_kind_revealed_in_classroom_mode(app_test, kind):
     at = app_test(PAGE, part="Drills", classroom="true")
     d = dr.make_drill(kind, dr.CLASSROOM_SEED)
@@ -403,10 +404,10 @@ def test_senior_level_shows_only_its_drills_each_diagnosed_then_right(app_test):
     right answer on the retry scores it, with its solution and its own figure."""
     at = _drills(app_test, level="Senior")
     text = " ".join(m.value for m in at.markdown)
-    senior = [dr.make_drill(k, "classroom") for k in dr.SENIOR_KINDS]
+    senior = [dr.make_drill(k, "classroom") for k in SENIOR_KINDS]
     assert all(dt.prompt(d) in text for d in senior)
     assert dt.prompt(dr.make_drill("tokens", "classroom")) not in text
-    assert at.metric[0].value == f"0 / {len(dr.SENIOR_KINDS)}"
+    assert at.metric[0].value == f"0 / {len(SENIOR_KINDS)}"
     for n, d in enumerate(senior, start=1):
         m = next(m for m in mistakes(d.kind, d.params) if dr.diagnose(d, _typed(m.value)))
         _answer(at, d, _typed(m.value))
@@ -416,9 +417,9 @@ def test_senior_level_shows_only_its_drills_each_diagnosed_then_right(app_test):
         _answer(at, d, _right(d))
         at.button(key=f"chk_{d.kind}").click().run()
         _no_exception(at)
-        assert at.metric[0].value == f"{n} / {len(dr.SENIOR_KINDS)}"
+        assert at.metric[0].value == f"{n} / {len(SENIOR_KINDS)}"
         assert any(dt.solution(d)[-1] in c.value for c in at.code)
-    assert len(at.get("plotly_chart")) == len(dr.SENIOR_KINDS)
+    assert len(at.get("plotly_chart")) == len(SENIOR_KINDS)
 
 
 # ---------------------------------------------------------- mock interview ----
@@ -448,7 +449,7 @@ def test_mock_interview_scores_and_names_topics_to_review_and_keeps_results(app_
     results = at.session_state[im.RESULTS]
     assert len(results) == 1 and results[0].points == 3 and results[0].total == mock.N_DRILLS + mock.N_CONCEPTS + 1
     review = " ".join(m.value for m in at.markdown)
-    assert f"Drill: {dr.DRILL_TITLES[wrong.kind]}" in review and f"Drill: {dr.DRILL_TITLES[right.kind]}" not in review
+    assert f"Drill: {DRILL_TITLES[wrong.kind]}" in review and f"Drill: {DRILL_TITLES[right.kind]}" not in review
     assert f"Concept: {m.concepts[1].trap}" in review and f"Concept: {q.trap}" not in review
     assert at.metric[0].value == f"3 / {results[0].total}"
     at.button(key="mock_start").click().run()                      # a second mock: the first result is kept

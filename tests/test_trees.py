@@ -210,6 +210,7 @@ def test_a_tree_beats_the_chain_at_small_batch_and_loses_at_large_batch():
 def test_tree_and_exact_rule_drills():
     from content import drill_text as dt
     from specdec_core import drills as dr
+    from specdec_core.drill_kinds import EXACT_RULES, WRONG_RULES, rule_tv
 
     d = dr.Drill("tree_tokens", {"rates": [0.5, 0.2, 0.1], "branching": [1, 2, 1]})
     assert d.answer() == pytest.approx(1 + 0.5 + 0.5 * 0.7 + 0.5 * 0.7 * 0.5)          # 2.025, by hand
@@ -217,9 +218,9 @@ def test_tree_and_exact_rule_drills():
     for seed in range(20):
         e = dr.make_drill("exact_rule", seed)
         wrong = e.params["B"] if e.answer() == "A" else e.params["A"]
-        assert dr.rule_tv(e.params[e.answer()], e.params["p"], e.params["q"], 2) < 1e-12
-        assert dr.rule_tv(wrong, e.params["p"], e.params["q"], 2) >= 0.02
-        assert wrong in dr.WRONG_RULES and e.params[e.answer()] in dr.EXACT_RULES
+        assert rule_tv(e.params[e.answer()], e.params["p"], e.params["q"], 2) < 1e-12
+        assert rule_tv(wrong, e.params["p"], e.params["q"], 2) >= 0.02
+        assert wrong in WRONG_RULES and e.params[e.answer()] in EXACT_RULES
         other = "B" if e.answer() == "A" else "A"
         msg = dr.grade(e, other).message  # the answer, then which tempting rule the wrong choice was
         assert msg.startswith(f"Not quite: {e.answer()} emits exactly p. Your answer looks like the tempting rule "

@@ -13,6 +13,7 @@ import streamlit as st
 
 from content import interview_content as ic
 from specdec_core import drills as dr
+from specdec_core.drill_kinds import DRILL_KINDS, DRILL_LEVELS
 from ui import presenter
 from ui.controls import bound_radio, bound_text, bound_toggle, set_value, slider_input
 from ui.interview import widgets as w
@@ -39,7 +40,7 @@ def _random_seed() -> str:
 def _use_seed(seed: str | None = None) -> None:
     """Callback: switch to this drill set (a fresh personal one if None) and clear the answer boxes."""
     set_value("seed", _random_seed() if seed is None else seed)
-    for kind in dr.DRILL_KINDS:
+    for kind in DRILL_KINDS:
         st.session_state.pop(f"ans_{kind}", None)
 
 
@@ -80,9 +81,9 @@ def render() -> None:
     elif part == "Drills":
         st.subheader("Numeric drills")
         seed = seed_controls(classroom)
-        level = bound_radio("Drills to show", tuple(dr.DRILL_LEVELS), key="level",
+        level = bound_radio("Drills to show", tuple(DRILL_LEVELS), key="level",
                             help="Senior: long context, paged KV rollback, sample-and-compare, tree masks.")
-        w.render_drills(seed, classroom, dr.DRILL_LEVELS[level])
+        w.render_drills(seed, classroom, DRILL_LEVELS[level])
     elif part == "Concepts":
         w.render_concepts()
     elif part == "30-second":

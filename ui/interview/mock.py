@@ -11,7 +11,7 @@ import streamlit as st
 from content import drill_text as dt
 from content import interview_content as ic
 from content import mock
-from specdec_core import drills as dr
+from specdec_core.drill_kinds import DRILL_TITLES
 
 ACTIVE, RESULTS = "iv_mock", "iv_mock_results"    # (MockSet, t0) while running; [MockResult] of this session
 
@@ -42,7 +42,7 @@ def _form(m: mock.MockSet, t0: float) -> None:
                "(the time is counted when you submit).")
     with st.form("mock_form"):
         for i, d in enumerate(m.drills, start=1):
-            st.markdown(f"**{i}. {dr.DRILL_TITLES[d.kind]}.** " + dt.prompt(d))
+            st.markdown(f"**{i}. {DRILL_TITLES[d.kind]}.** " + dt.prompt(d))
             if d.answer_type == "choice":
                 st.radio("Answer", ["A", "B"], index=None, key=f"mock_ans_{d.kind}", horizontal=True)
             else:

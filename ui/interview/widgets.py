@@ -13,6 +13,7 @@ import streamlit as st
 from content import drill_text as dt
 from content import interview_content as ic
 from specdec_core import drills as dr
+from specdec_core.drill_kinds import DRILL_KINDS, DRILL_TITLES
 from ui.controls import set_value
 from ui.interview.figures import drill_figure
 from ui.presenter import show
@@ -45,7 +46,7 @@ def render_checklist() -> None:
 
 
 # ---------------------------------------------------------------- drills ----
-def render_drills(seed: str, classroom: bool, kinds: tuple[str, ...] = dr.DRILL_KINDS) -> None:
+def render_drills(seed: str, classroom: bool, kinds: tuple[str, ...] = DRILL_KINDS) -> None:
     """One drill of each of ``kinds`` for ``seed``; graded answers, or predict-then-reveal in classroom mode."""
     score = session_default(SCORE, {})
     mine = [ok for (s, k), ok in score.items() if s == seed and k in kinds]
@@ -58,7 +59,7 @@ def render_drills(seed: str, classroom: bool, kinds: tuple[str, ...] = dr.DRILL_
                     "typed units such as '2.8x' are fine; write decimals with a point (2.53, not 2,53).")
     for i, drill in enumerate(dr.drill_set(seed, kinds), start=1):
         with st.container(border=True):
-            st.markdown(f"**Drill {i}. {dr.DRILL_TITLES[drill.kind]}**")
+            st.markdown(f"**Drill {i}. {DRILL_TITLES[drill.kind]}**")
             st.markdown(dt.prompt(drill))
             if classroom:
                 _predict_then_reveal(drill, seed)
