@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import ui_latency as ul  # bench/ui_latency.py: the server, the browser and the rerun clock
+import ui_latency  # bench/ui_latency.py: the server, the browser and the rerun clock
 
 from gpu_demo.reports import RefusedPath, check_report_path, write_report
 
@@ -30,7 +30,7 @@ TOKENS = ".live-tokens"
 
 async def live_run(browser, url: str, seed: int, start: asyncio.Event | None, timeout_ms: float) -> dict:
     """Open /live with this seed, wait for `start` (if any), press Run; time to the first token and to the end."""
-    _, (ctx, pg) = await ul.open_time(browser, f"{url}/live?{LIVE_QUERY.format(seed=seed)}", timeout_ms)
+    _, (ctx, pg) = await ui_latency.open_time(browser, f"{url}/live?{LIVE_QUERY.format(seed=seed)}", timeout_ms)
     try:
         if start is not None:
             await start.wait()
@@ -39,7 +39,7 @@ async def live_run(browser, url: str, seed: int, start: asyncio.Event | None, ti
         await pg.locator(TOKENS).first.wait_for(timeout=timeout_ms)
         first = time.perf_counter() - t0
         await pg.get_by_text("Predicted", exact=False).first.wait_for(timeout=timeout_ms)
-        await ul.settle(pg, timeout_ms)
+        await ui_latency.settle(pg, timeout_ms)
         text = await pg.locator(TOKENS).first.inner_text()
         return {"seed": seed, "queue_wait_s": first, "total_s": time.perf_counter() - t0, "text": text}
     finally:
@@ -84,21 +84,21 @@ def print_tables(report: dict) -> None:
 async def run(args) -> dict:
     from playwright.async_api import async_playwright
 
-    report: dict = {"load_start": ul.load_average(), "algebra": []}
+    report: dict = {"load_start": ui_latency.load_average(), "algebra": []}
     with tempfile.TemporaryDirectory() as tmp, \
-            ul.streamlit_server(ul.ROOT / "app.py", Path(tmp) / "app.log") as (url, proc):
+            ui_latency.streamlit_server(ui_latency.ROOT / "app.py", Path(tmp) / "app.log") as (url, proc):
         async with async_playwright() as pw:
-            browser = await ul.launch(pw)
+            browser = await ui_latency.launch(pw)
             timeout_ms = args.timeout_s * 1000
-            await ul.open_time(browser, f"{url}/algebra", timeout_ms)  # warm the server once
+            await ui_latency.open_time(browser, f"{url}/algebra", timeout_ms)  # warm the server once
             for n in args.sessions:
-                r = await ul.concurrent(browser, url, "algebra", "algebra.alpha__slider", n, 5, timeout_ms)
-                report["algebra"].append(r | {"rss_mb": ul.rss_mb(proc.pid)})
+                r = await ui_latency.concurrent(browser, url, "algebra", "algebra.alpha__slider", n, 5, timeout_ms)
+                report["algebra"].append(r | {"rss_mb": ui_latency.rss_mb(proc.pid)})
             if args.live:
                 report["live"] = await live_part(browser, url, args.live, timeout_ms)
-            report["rss_mb_end"] = ul.rss_mb(proc.pid)
+            report["rss_mb_end"] = ui_latency.rss_mb(proc.pid)
             await browser.close()
-    report["load_end"] = ul.load_average()
+    report["load_end"] = ui_latency.load_average()
     return report
 
 

@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from gpu_demo import constraints as C
+from gpu_demo import constraints
 from gpu_demo.decode import run, speculative
 from gpu_demo.drafters import LookupDrafter
 from gpu_demo.flags import (
@@ -71,18 +71,18 @@ def one_run(pair, drafter, ids, constraint, gamma: int, n_new: int, sampling: Sa
     }
 
 
-def requests(pair_name: str, pair) -> list[tuple[str, str, list[int], C.Constraint]]:
+def requests(pair_name: str, pair) -> list[tuple[str, str, list[int], constraints.Constraint]]:
     """(drafter label, preset key, prompt ids, constraint) for a pair's presets."""
     tok = pair.tokenizer
     out = []
     if pair_name == "builtin":
-        for key, pre in C.CHAR_PRESETS.items():
+        for key, pre in constraints.CHAR_PRESETS.items():
             ids = tok.encode(pre.prompt)
-            out.append((pair.drafter.name, key, ids, C.build(pre.kind, pre.source, tok, prefix=ids)))
+            out.append((pair.drafter.name, key, ids, constraints.build(pre.kind, pre.source, tok, prefix=ids)))
     else:
-        for key, pre in C.CHAT_PRESETS.items():
+        for key, pre in constraints.CHAT_PRESETS.items():
             ids = tok.encode(tok.chat(pre.prompt))
-            out.append((pair.drafter.name, key, ids, C.build(pre.kind, pre.source, tok)))
+            out.append((pair.drafter.name, key, ids, constraints.build(pre.kind, pre.source, tok)))
     return out
 
 

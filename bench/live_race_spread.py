@@ -20,14 +20,14 @@ import dataclasses
 import statistics
 import sys
 
-from gpu_demo import pairs as gp
+from gpu_demo import pairs
 from gpu_demo.flags import CliParser, add_device, add_gamma, add_json, add_max_new_tokens, parse
-from gpu_demo.live import runner as lr
+from gpu_demo.live import runner
 from gpu_demo.live.prompts import PRESETS, preset_text
 from gpu_demo.live.queue import TurnQueue
 from gpu_demo.reports import write_report
 from specdec_core.repeats import spread, summarise_repeats
-from ui.live import panel as lp
+from ui.live import panel
 from ui.live.controls import quick_pair, quick_settings
 
 QUANTITIES = ("measured_speedup", "predicted_speedup", "c", "v", "spec_tokens_per_s")
@@ -35,10 +35,10 @@ SUMMARY = {"measured_speedup": "measured", "predicted_speedup": "predicted", "c"
            "spec_tokens_per_s": "spec_tokens_per_s"}
 
 
-def race(sp: lr.SharedPair, s: lr.Settings) -> lr.RunRecord:
+def race(sp: runner.SharedPair, s: runner.Settings) -> runner.RunRecord:
     """One race as the page runs it (no redraws)."""
-    rec = lr.RunRecord(s, sp.device, lr.validate(sp, s))
-    return lr.run_race(sp, rec, lambda _: None, lambda _: None, lambda _: None)
+    rec = runner.RunRecord(s, sp.device, runner.validate(sp, s))
+    return runner.run_race(sp, rec, lambda _: None, lambda _: None, lambda _: None)
 
 
 def row(name: str, values: list[float]) -> dict:
@@ -67,19 +67,19 @@ def main(argv: list[str] | None = None) -> int:
         q = quick_settings(args.pair)
         args.preset, args.greedy, args.gamma, args.max_new_tokens, args.repeats = (
             q["preset"], q["greedy"], q["gamma"], q["maxnew"], q["repeats"])
-    pair = gp.load_pair(args.pair, args.device)
-    gp.warm_up(pair)
-    sp = lr.SharedPair(args.pair, args.device, pair, None, 0.0, TurnQueue())
-    prompt = preset_text(args.preset, gp.PAIRS[args.pair].chat)
-    s = lr.Settings(pair=args.pair, device=args.device, prompt=prompt, gamma=args.gamma, greedy=args.greedy,
+    pair = pairs.load_pair(args.pair, args.device)
+    pairs.warm_up(pair)
+    sp = runner.SharedPair(args.pair, args.device, pair, None, 0.0, TurnQueue())
+    prompt = preset_text(args.preset, pairs.PAIRS[args.pair].chat)
+    s = runner.Settings(pair=args.pair, device=args.device, prompt=prompt, gamma=args.gamma, greedy=args.greedy,
                     temperature=1.0, top_k=0, top_p=1.0, draft_apart=False, d_temperature=1.0, d_top_k=0,
                     d_top_p=1.0, max_new=args.max_new_tokens, seed=0, repeats=args.repeats)
     races, singles = [], []
     for _ in range(args.races):
         rec = race(sp, s)
-        races.append(summarise_repeats(lp.race_runs(rec)))
+        races.append(summarise_repeats(panel.race_runs(rec)))
         for _ in range(args.repeats):
-            singles.append(lp.measure_record(race(sp, dataclasses.replace(s, repeats=1))))
+            singles.append(panel.measure_record(race(sp, dataclasses.replace(s, repeats=1))))
     rows = []
     for q in QUANTITIES:  # shrink: relative standard deviation of single runs over that of race medians
         single = row(f"{q}, single runs", [getattr(m, q) for m in singles])
@@ -93,19 +93,28 @@ def main(argv: list[str] | None = None) -> int:
           f"gamma {args.gamma}, {'greedy' if args.greedy else 'T = 1'}, "
           f"{args.races} races of {args.repeats} interleaved repeats and {len(singles)} single runs")
     for i, r in enumerate(races, 1):
-        print(f"race {i}: measured {lp.fmt_spread(r.measured, 2, 'x')}, predicted {lp.fmt_spread(r.predicted, 2, 'x')}"
-              f", c {lp.fmt_spread(r.c, 3)}, v {lp.fmt_spread(r.v, 2)}, measured/predicted "
-              f"{lp.fmt_spread(r.ratio, 2)}, shortest repeat {r.rounds.lo:.0f} rounds")
-    print(f"{'':36} {'n':>2} {'median':>8} {'min':>8} {'max':>8} {'(max-min)/med':>14} {'sd/med':>7} "
-          f"{'shrink':>7}")
+        print(
+            f"race {i}: measured {panel.fmt_spread(r.measured, 2, 'x')}, "
+            f"predicted {panel.fmt_spread(r.predicted, 2, 'x')}"
+            f", c {panel.fmt_spread(r.c, 3)}, v {panel.fmt_spread(r.v, 2)}, measured/predicted "
+            f"{panel.fmt_spread(r.ratio, 2)}, shortest repeat {r.rounds.lo:.0f} rounds"
+        )
+    print(f"{'':36} {'n':>2} {'median':>8} {'min':>8} {'max':>8} {'(max-min)/med':>14} {'sd/med':>7} {'shrink':>7}")
     for r in rows:
         shrink = f"{r['shrink']:.1f}x" if "shrink" in r else ""
-        print(f"{r['what']:36} {r['n']:>2} {r['median']:>8.3f} {r['min']:>8.3f} {r['max']:>8.3f} "
-              f"{r['relative']:>14.0%} {r['rel_sd']:>7.0%} {shrink:>7}")
+        print(
+            f"{r['what']:36} {r['n']:>2} {r['median']:>8.3f} {r['min']:>8.3f} {r['max']:>8.3f} "
+            f"{r['relative']:>14.0%} {r['rel_sd']:>7.0%} {shrink:>7}"
+        )
     print(f"single runs' measured speedups: {', '.join(f'{m.measured_speedup:.2f}' for m in singles)}")
     if args.json:
-        report = {"args": vars(args), "rows": rows, "races": per_race, "singles": [m.measured_speedup for m in singles],
-                  "median_single": statistics.median(m.measured_speedup for m in singles)}
+        report = {
+            "args": vars(args),
+            "rows": rows,
+            "races": per_race,
+            "singles": [m.measured_speedup for m in singles],
+            "median_single": statistics.median(m.measured_speedup for m in singles),
+        }
         print(f"wrote {write_report(args.json, report, 'bench/live_race_spread.py', args.force)}")
     return 0
 

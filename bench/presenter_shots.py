@@ -15,7 +15,7 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-import ui_latency as ul  # bench/ui_latency.py: the browser and the settle wait
+import ui_latency  # bench/ui_latency.py: the browser and the settle wait
 
 from harness.serving import streamlit_server  # the one server starter
 
@@ -51,7 +51,7 @@ async def shot(browser, url: str, path: str, on: bool, timeout_ms: float) -> dic
     try:
         await pg.goto(f"{url}/{path}" + ("?present=1" if on else ""))
         await pg.wait_for_selector('[data-testid="stApp"][data-test-connection-state="CONNECTED"]', timeout=timeout_ms)
-        await ul.settle(pg, timeout_ms)
+        await ui_latency.settle(pg, timeout_ms)
         if on:
             await pg.wait_for_function(STYLE_JS, timeout=timeout_ms)
         await pg.wait_for_timeout(1500)                  # Plotly draws its charts after the script run settles
@@ -78,7 +78,7 @@ async def run(pages: list[str], timeout_ms: float) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp, \
             streamlit_server(ROOT / "app.py", Path(tmp) / "streamlit.log") as (url, _):
         async with async_playwright() as pw:
-            browser = await ul.launch(pw)
+            browser = await ui_latency.launch(pw)
             try:
                 return [await shot(browser, url, p, on, timeout_ms) for p in pages for on in (False, True)]
             finally:

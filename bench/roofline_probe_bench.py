@@ -23,17 +23,20 @@ from gpu_demo.reports import RefusedPath, check_output_file, write_report
 ROOT = Path(__file__).resolve().parents[1]
 
 from gpu_demo.measure.probe import PROBE_SHAPES, ProbeResult, probe, run_to_end  # noqa: E402
-from specdec_core import roofline as rl  # noqa: E402
+from specdec_core import roofline  # noqa: E402
 from specdec_core.steptime import fit_knee, knee_tokens, linear_stack_time  # noqa: E402
 
 
 def seed_table() -> str:
     """Ridge and gamma-3 crossover per preset and mode (roofline model, not a measurement)."""
     rows = [f"{'hardware':<15} {'mode':<6} {'ridge':>6} {'B* (gamma 3)':>13}"]
-    for name, hw in rl.HARDWARE.items():
-        for mode in rl.MODES:
+    for name, hw in roofline.HARDWARE.items():
+        for mode in roofline.MODES:
             if hw.supports(mode):
-                rows.append(f"{name:<15} {mode:<6} {rl.ridge(hw, mode):>6.0f} {rl.crossover_batch(hw, 3, mode):>13.1f}")
+                rows.append(
+                    f"{name:<15} {mode:<6} {roofline.ridge(hw, mode):>6.0f} "
+                    f"{roofline.crossover_batch(hw, 3, mode):>13.1f}"
+                )
             else:
                 rows.append(f"{name:<15} {mode:<6} {'not supported by this hardware':>21}")
     return "\n".join(rows)
@@ -42,8 +45,10 @@ def seed_table() -> str:
 def combine(runs: list[ProbeResult]) -> ProbeResult:
     """Per T, the median over the runs that reached it of their medians; spread spans those runs' IQRs."""
     tokens = sorted({t for r in runs for t in r.tokens})
-    per_t = {t: [(r.measured_s[i], r.spread_s[i], r.n_samples[i]) for r in runs for i, tt in enumerate(r.tokens)
-                 if tt == t] for t in tokens}
+    per_t = {
+        t: [(r.measured_s[i], r.spread_s[i], r.n_samples[i]) for r in runs for i, tt in enumerate(r.tokens) if tt == t]
+        for t in tokens
+    }
     meas = [float(np.median([m for m, _, _ in per_t[t]])) for t in tokens]
     spread = [(min(s[0] for _, s, _ in per_t[t]), max(s[1] for _, s, _ in per_t[t])) for t in tokens]
     peak = float(np.median([r.peak_flops for r in runs]))
@@ -52,10 +57,20 @@ def combine(runs: list[ProbeResult]) -> ProbeResult:
     act = r0.shape.act_elems_per_token * r0.weight_bytes
     model = linear_stack_time(r0.n_weights, tokens, r0.weight_bytes, peak, bw, act)
     knee, _ = fit_knee(tokens, meas)
-    return replace(r0, tokens=tokens, measured_s=meas, spread_s=spread,
-                   n_samples=[sum(n for _, _, n in per_t[t]) for t in tokens], model_s=[float(x) for x in model],
-                   peak_flops=peak, bandwidth=bw, knee_measured=knee, knee_model=knee_tokens(peak, bw, r0.weight_bytes),
-                   knee_reached=knee < max(tokens), elapsed_s=sum(r.elapsed_s for r in runs))
+    return replace(
+        r0,
+        tokens=tokens,
+        measured_s=meas,
+        spread_s=spread,
+        n_samples=[sum(n for _, _, n in per_t[t]) for t in tokens],
+        model_s=[float(x) for x in model],
+        peak_flops=peak,
+        bandwidth=bw,
+        knee_measured=knee,
+        knee_model=knee_tokens(peak, bw, r0.weight_bytes),
+        knee_reached=knee < max(tokens),
+        elapsed_s=sum(r.elapsed_s for r in runs),
+    )
 
 
 def html_to_png(html: Path, png: Path) -> bool:
@@ -101,14 +116,19 @@ def main() -> None:
     print(seed_table(), "\n")
     runs = []
     for i in range(args.runs):
-        res = run_to_end(probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget,
-                                      threads=args.threads))
-        print(f"run {i + 1}/{args.runs}: {res.elapsed_s:.1f} s, matmul {res.peak_flops / 1e9:.1f} GFLOP/s, "
-              f"copy {res.bandwidth / 1e9:.1f} GB/s, T up to {max(res.tokens)}")
+        res = run_to_end(
+            probe(PROBE_SHAPES[args.shape], args.device, args.max_tokens, args.budget, threads=args.threads)
+        )
+        print(
+            f"run {i + 1}/{args.runs}: {res.elapsed_s:.1f} s, matmul {res.peak_flops / 1e9:.1f} GFLOP/s, "
+            f"copy {res.bandwidth / 1e9:.1f} GB/s, T up to {max(res.tokens)}"
+        )
         runs.append(res)
     res = combine(runs)
-    print(f"\nmeasured on {res.device}, {res.dtype}, {res.shape.name} ({res.n_weights / 1e6:.1f}M weights); "
-          f"per T the median over the runs that reached it")
+    print(
+        f"\nmeasured on {res.device}, {res.dtype}, {res.shape.name} ({res.n_weights / 1e6:.1f}M weights); "
+        f"per T the median over the runs that reached it"
+    )
     print(f"ceilings (median): matmul {res.peak_flops / 1e9:.1f} GFLOP/s, copy {res.bandwidth / 1e9:.1f} GB/s")
     print(f"{'T':>6} {'passes':>6} {'measured ms':>12} {'IQR span ms':>17} {'model ms':>10} {'meas/model':>11}")
     for t, n, m, (lo, hi), p in zip(res.tokens, res.n_samples, res.measured_s, res.spread_s, res.model_s):

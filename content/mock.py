@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from content import drill_text as dt
-from content import interview_content as ic
-from specdec_core import drills as dr
+from content import drill_text, interview_content
 from specdec_core.drill_kinds import DRILL_KINDS, DRILL_TITLES
+from specdec_core.drills import Drill, grade, make_drill, seed_to_int
 
 N_DRILLS, N_CONCEPTS = 4, 3
 TIME_LIMIT_S = 10 * 60            # a first-round screen's budget for this much
@@ -24,8 +23,8 @@ class MockSet:
     """The questions of one mock interview, fixed by its seed."""
 
     seed: str
-    drills: tuple[dr.Drill, ...]
-    concepts: tuple[ic.ConceptQuestion, ...]
+    drills: tuple[Drill, ...]
+    concepts: tuple[interview_content.ConceptQuestion, ...]
 
 
 @dataclass(frozen=True)
@@ -56,11 +55,11 @@ class MockResult:
 
 def mock_set(seed: str) -> MockSet:
     """N_DRILLS drill kinds and N_CONCEPTS concept questions drawn by the seed (same seed, same interview)."""
-    rng = np.random.default_rng(dr.seed_to_int(f"mock:{seed}"))
+    rng = np.random.default_rng(seed_to_int(f"mock:{seed}"))
     kinds = rng.choice(len(DRILL_KINDS), size=N_DRILLS, replace=False)
-    qs = rng.choice(len(ic.CONCEPT_QUESTIONS), size=N_CONCEPTS, replace=False)
-    return MockSet(seed, tuple(dr.make_drill(DRILL_KINDS[int(k)], seed) for k in sorted(kinds)),
-                   tuple(ic.CONCEPT_QUESTIONS[int(i)] for i in sorted(qs)))
+    qs = rng.choice(len(interview_content.CONCEPT_QUESTIONS), size=N_CONCEPTS, replace=False)
+    return MockSet(seed, tuple(make_drill(DRILL_KINDS[int(k)], seed) for k in sorted(kinds)),
+                   tuple(interview_content.CONCEPT_QUESTIONS[int(i)] for i in sorted(qs)))
 
 
 def score(m: MockSet, answers: dict[str, str], picks: dict[str, int | None], phrases: int,
@@ -71,15 +70,15 @@ def score(m: MockSet, answers: dict[str, str], picks: dict[str, int | None], phr
     items: list[MockItem] = []
     points = 0
     for d in m.drills:
-        g = dr.grade(d, answers.get(d.kind, ""))
+        g = grade(d, answers.get(d.kind, ""))
         points += g.correct
         if not g.correct:
             review.append(f"Drill: {DRILL_TITLES[d.kind]}")
         verdict = [g.message] + ([f"The common mistake behind it: {g.mistake}"] if g.mistake else [])
-        items.append(MockItem(DRILL_TITLES[d.kind], bool(g.correct), (*verdict, *dt.solution(d))))
+        items.append(MockItem(DRILL_TITLES[d.kind], bool(g.correct), (*verdict, *drill_text.solution(d))))
     for q in m.concepts:
         pick = picks.get(q.key)
-        ok = pick is not None and ic.check_choice(q, pick)[0]
+        ok = pick is not None and interview_content.check_choice(q, pick)[0]
         points += ok
         if not ok:
             review.append(f"Concept: {q.trap}")
@@ -92,9 +91,9 @@ def score(m: MockSet, answers: dict[str, str], picks: dict[str, int | None], phr
                       tuple(items))
 
 
-def _concept_lines(q: ic.ConceptQuestion, pick: int | None) -> tuple[str, ...]:
+def _concept_lines(q: interview_content.ConceptQuestion, pick: int | None) -> tuple[str, ...]:
     """Why the picked option is right or wrong (or that none was picked), then the right option and its reason."""
     right = next(o for o in q.options if o.correct)
     mine = ("You picked none." if pick is None else
-            f"You picked: {q.options[pick].text} {ic.check_choice(q, pick)[1]}")
+            f"You picked: {q.options[pick].text} {interview_content.check_choice(q, pick)[1]}")
     return (mine, f"The right answer: {right.text} {right.why}", f"The trap: {q.trap}")

@@ -20,7 +20,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
-from specdec_core import vllm_metrics as vm
+from specdec_core import vllm_metrics
 from specdec_core.vllm_counts import SpecDecodeCounts, VllmRates
 
 ALLOW_ENV = "SPECDEC_ENGINE_URLS"
@@ -156,7 +156,7 @@ def recognise(endpoint: Endpoint, deadline: float | None = None) -> str:
     head = text.lstrip()[:1]
     if head == "[":
         try:
-            vm.parse_trtllm(text)
+            vllm_metrics.parse_trtllm(text)
             return "trtllm"
         except (ValueError, ArithmeticError, RecursionError):
             pass
@@ -173,11 +173,11 @@ def scrape(endpoint: Endpoint, engine: str, empty_ok: bool = False,
     _, text = endpoint.request("/metrics", deadline=deadline)
     try:
         if engine in ("vllm", "llamacpp"):
-            return vm.parse_prometheus(text, engine=engine, empty_ok=empty_ok)
+            return vllm_metrics.parse_prometheus(text, engine=engine, empty_ok=empty_ok)
         if engine == "sglang":
-            return vm.parse_sglang(text)
+            return vllm_metrics.parse_sglang(text)
         if engine == "trtllm":
-            return vm.parse_trtllm(text)
+            return vllm_metrics.parse_trtllm(text)
     except (ValueError, ArithmeticError) as exc:
         raise EngineError(f"{ENGINE_NAMES[engine]} at {endpoint.base}: {exc}") from None
     except RecursionError:
@@ -237,7 +237,7 @@ def chat(endpoint: Endpoint, prompt: str, max_tokens: int, temperature: float, s
     drafted = accepted = None
     if isinstance(reply.get("timings"), dict):
         try:
-            drafted, accepted = vm.parse_llamacpp_timings(reply)
+            drafted, accepted = vllm_metrics.parse_llamacpp_timings(reply)
         except OverflowError:
             raise EngineError(f"{endpoint.base}: its timings hold a number too large to be a count.") from None
         except ValueError as exc:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engines.client import Completion, Endpoint, EngineError, chat, counter, scrape
-from specdec_core import algebra as alg
+from specdec_core import algebra
 from specdec_core.measure import Measured, fill_unreached
 from specdec_core.repeats import RepeatSummary, check_repeats, race_order, summarise_repeats
 from specdec_core.vllm_counts import SpecDecodeCounts, VllmRates, difference
@@ -151,14 +151,24 @@ def measured_for(spec: SideRun, base: SideRun | None, gamma: int, c: float, v: f
     pooled = counts.num_accepted_tokens / reached.sum() if reached.sum() else math.nan
     a_const = 0.0 if math.isnan(pooled) else float(pooled)
     return Measured(
-        gamma=gamma, rounds=passes, tokens=spec.tokens, alphas=alphas, reached=reached, alpha_const=float(pooled),
+        gamma=gamma,
+        rounds=passes,
+        tokens=spec.tokens,
+        alphas=alphas,
+        reached=reached,
+        alpha_const=float(pooled),
         length_counts=np.zeros(gamma + 1, dtype=np.int64),
-        pmf_const=alg.accepted_length_pmf(a_const, gamma), pmf_positional=alg.accepted_length_pmf_positional(a_fill),
-        tokens_per_pass=tpp, c=c, v=v, spec_tokens_per_s=spec_tps, base_tokens_per_s=base_tps,
-        predicted_speedup=alg.speedup_positional(a_fill, c, v),
-        predicted_speedup_const=float(alg.speedup(a_const, gamma, c, v)),
+        pmf_const=algebra.accepted_length_pmf(a_const, gamma),
+        pmf_positional=algebra.accepted_length_pmf_positional(a_fill),
+        tokens_per_pass=tpp,
+        c=c,
+        v=v,
+        spec_tokens_per_s=spec_tps,
+        base_tokens_per_s=base_tps,
+        predicted_speedup=algebra.speedup_positional(a_fill, c, v),
+        predicted_speedup_const=float(algebra.speedup(a_const, gamma, c, v)),
         measured_speedup=spec_tps / base_tps if math.isfinite(base_tps) and base_tps > 0 else math.nan,
-        expected_tokens=alg.expected_tokens_positional(a_fill),
+        expected_tokens=algebra.expected_tokens_positional(a_fill),
         t_target_s=1.0 / base_tps if math.isfinite(base_tps) and base_tps > 0 else math.nan,
     )
 
@@ -187,16 +197,32 @@ def _pool(runs: tuple[SideRun, ...]) -> SpecDecodeCounts | VllmRates | None:
         return counts[-1] if counts else None
     total = counts[0]
     for x in counts[1:]:
-        per = tuple(a + b for a, b in zip(total.accepted_per_position or (), x.accepted_per_position or ())) \
-            if total.accepted_per_position is not None else None
-        total = SpecDecodeCounts(total.num_drafts + x.num_drafts, total.num_draft_tokens + x.num_draft_tokens,
-                                 total.num_accepted_tokens + x.num_accepted_tokens, per, source=x.source)
+        per = (
+            tuple(a + b for a, b in zip(total.accepted_per_position or (), x.accepted_per_position or ()))
+            if total.accepted_per_position is not None
+            else None
+        )
+        total = SpecDecodeCounts(
+            total.num_drafts + x.num_drafts,
+            total.num_draft_tokens + x.num_draft_tokens,
+            total.num_accepted_tokens + x.num_accepted_tokens,
+            per,
+            source=x.source,
+        )
     return total
 
 
-def run_workload(spec: Endpoint, engine: str, work: Workload, gamma: int, c: float,
-                 base: Endpoint | None = None, v: float = 1.0, config: dict | None = None,
-                 deadline_s: float = WORKLOAD_DEADLINE_S) -> WorkloadResult:
+def run_workload(
+    spec: Endpoint,
+    engine: str,
+    work: Workload,
+    gamma: int,
+    c: float,
+    base: Endpoint | None = None,
+    v: float = 1.0,
+    config: dict | None = None,
+    deadline_s: float = WORKLOAD_DEADLINE_S,
+) -> WorkloadResult:
     """Interleaved repeats of both sides (A B B A); base None measures the speculative side alone.
 
     The whole run finishes within deadline_s seconds or is one EngineError; at most MAX_RUNS run at once."""
@@ -215,19 +241,22 @@ def run_workload(spec: Endpoint, engine: str, work: Workload, gamma: int, c: flo
                     spec_runs.append(run_side(spec, engine, work, speculative=True, deadline=deadline))
     pooled = _pool(tuple(spec_runs))
     if isinstance(pooled, SpecDecodeCounts) and pooled.num_drafts == 0:
-        raise EngineError("The server drafted nothing during the run: is speculative decoding enabled on it (for a "
-                          "lookup draft: did the replies repeat anything)?")
+        raise EngineError(
+            "The server drafted nothing during the run: is speculative decoding enabled on it (for a "
+            "lookup draft: did the replies repeat anything)?"
+        )
     summary = None
     if isinstance(pooled, SpecDecodeCounts) and pooled.gamma:
-        summary = summarise_repeats([measured_for(s, b, gamma, c, v)
-                                     for s, b in zip(spec_runs, base_runs or [None] * len(spec_runs))])
+        summary = summarise_repeats(
+            [measured_for(s, b, gamma, c, v) for s, b in zip(spec_runs, base_runs or [None] * len(spec_runs))]
+        )
     same = (0, 0)
     if work.temperature == 0.0 and base_runs:
-        pairs = [(a.text, b.text) for s, b_ in zip(spec_runs, base_runs)
-                 for a, b in zip(s.completions, b_.completions)]
+        pairs = [(a.text, b.text) for s, b_ in zip(spec_runs, base_runs) for a, b in zip(s.completions, b_.completions)]
         same = (sum(a == b for a, b in pairs), len(pairs))
-    return WorkloadResult(engine, work, gamma, c, v, tuple(spec_runs), tuple(base_runs), summary, pooled, same,
-                          dict(config or {}))
+    return WorkloadResult(
+        engine, work, gamma, c, v, tuple(spec_runs), tuple(base_runs), summary, pooled, same, dict(config or {})
+    )
 
 
 def run_embedded(mode, work: Workload) -> WorkloadResult:
@@ -239,8 +268,15 @@ def run_embedded(mode, work: Workload) -> WorkloadResult:
     spec = shared_server(mode)
     base = shared_server(Mode("none", mode.gamma, threads=mode.threads))
     config = {"engine": f"llama.cpp (xllamacpp {spec.version})", **mode.as_dict(), "command": mode.flags()}
-    return run_workload(Endpoint(spec.url, embedded=True), "llamacpp", work, mode.gamma, mode.c,
-                        base=Endpoint(base.url, embedded=True), config=config)
+    return run_workload(
+        Endpoint(spec.url, embedded=True),
+        "llamacpp",
+        work,
+        mode.gamma,
+        mode.c,
+        base=Endpoint(base.url, embedded=True),
+        config=config,
+    )
 
 
 def _fmt(x: float, digits: int = 2) -> str:
@@ -249,29 +285,42 @@ def _fmt(x: float, digits: int = 2) -> str:
 
 def rows(r: WorkloadResult) -> list[tuple[str, str]]:
     """(quantity, value) rows of the result table: medians with [min, max] over the repeats."""
-    out = [("engine", r.config.get("engine", r.engine)),
-           ("prompts x tokens", f"{r.work.n_prompts} x {r.work.max_tokens}"),
-           ("temperature", f"{r.work.temperature:g}"), ("repeats", str(r.work.repeats))]
+    out = [
+        ("engine", r.config.get("engine", r.engine)),
+        ("prompts x tokens", f"{r.work.n_prompts} x {r.work.max_tokens}"),
+        ("temperature", f"{r.work.temperature:g}"),
+        ("repeats", str(r.work.repeats)),
+    ]
     p = r.pooled
     if isinstance(p, SpecDecodeCounts):
-        out += [("drafts / drafted / accepted", f"{p.num_drafts} / {p.num_draft_tokens} / {p.num_accepted_tokens}"),
-                ("acceptance rate", _fmt(p.acceptance_rate(), 3)),
-                ("mean acceptance length E[N]", _fmt(p.mean_acceptance_length(), 3))]
+        out += [
+            ("drafts / drafted / accepted", f"{p.num_drafts} / {p.num_draft_tokens} / {p.num_accepted_tokens}"),
+            ("acceptance rate", _fmt(p.acceptance_rate(), 3)),
+            ("mean acceptance length E[N]", _fmt(p.mean_acceptance_length(), 3)),
+        ]
         if p.gamma:
             out.append(("alpha_j", ", ".join(_fmt(a, 3) for a in p.conditional_alphas())))
     elif isinstance(p, VllmRates):
-        out += [("acceptance rate (last interval)", _fmt(p.acceptance_rate, 3)),
-                ("E[N] (last interval)", _fmt(p.mean_acceptance_length, 3))]
+        out += [
+            ("acceptance rate (last interval)", _fmt(p.acceptance_rate, 3)),
+            ("E[N] (last interval)", _fmt(p.mean_acceptance_length, 3)),
+        ]
     s = r.summary
     if s is not None:
+
         def sp(x, d=2):
             return f"{_fmt(x.median, d)} [{_fmt(x.lo, d)}, {_fmt(x.hi, d)}]"
-        out += [("tok/s speculation off", sp(s.base_tokens_per_s, 1)),
-                ("tok/s speculation on", sp(s.spec_tokens_per_s, 1)),
-                ("tokens per target pass", sp(s.tokens_per_pass)),
-                ("measured speedup", sp(s.measured)), (f"predicted (c = {r.c:g}, v = {r.v:g})", sp(s.predicted)),
-                ("gap: measured / predicted", sp(s.ratio)), ("  = acceptance draw", sp(s.accept)),
-                ("  x per-round cost", sp(s.spec_round))]
+
+        out += [
+            ("tok/s speculation off", sp(s.base_tokens_per_s, 1)),
+            ("tok/s speculation on", sp(s.spec_tokens_per_s, 1)),
+            ("tokens per target pass", sp(s.tokens_per_pass)),
+            ("measured speedup", sp(s.measured)),
+            (f"predicted (c = {r.c:g}, v = {r.v:g})", sp(s.predicted)),
+            ("gap: measured / predicted", sp(s.ratio)),
+            ("  = acceptance draw", sp(s.accept)),
+            ("  x per-round cost", sp(s.spec_round)),
+        ]
     if r.same_text[1]:
         out.append(("greedy text identical on/off", f"{r.same_text[0]} of {r.same_text[1]}"))
     return out
@@ -285,8 +334,12 @@ def table(r: WorkloadResult) -> str:
 
 def as_dict(r: WorkloadResult) -> dict:
     """JSON-ready result: config, counts, the table's rows and every repeat's speeds."""
-    return {"config": r.config, "workload": dataclasses.asdict(r.work),
-            "counts": r.pooled.as_dict() if isinstance(r.pooled, SpecDecodeCounts) else None,
-            "rows": dict(rows(r)),
-            "spec_tokens_per_s": [x.tokens_per_s for x in r.spec_runs],
-            "base_tokens_per_s": [x.tokens_per_s for x in r.base_runs], "same_text": list(r.same_text)}
+    return {
+        "config": r.config,
+        "workload": dataclasses.asdict(r.work),
+        "counts": r.pooled.as_dict() if isinstance(r.pooled, SpecDecodeCounts) else None,
+        "rows": dict(rows(r)),
+        "spec_tokens_per_s": [x.tokens_per_s for x in r.spec_runs],
+        "base_tokens_per_s": [x.tokens_per_s for x in r.base_runs],
+        "same_text": list(r.same_text),
+    }

@@ -384,17 +384,17 @@ def _speculative_body(
         mask_s = constraint.mask_s if constraint is not None else 0.0
         rd = speculative_round(target, drafter, committed[:n_committed], pending, k_max, sampling, dsamp, gen,
                                constraint, forget)
-        v = rd.verdict
+        verdict = rd.verdict
         emitted, kinds, stopped = cut_at_stop(rd.emitted, rd.kinds, stops)
-        pending = torch.tensor([v.next_token], dtype=torch.long, device=dev)
+        pending = torch.tensor([verdict.next_token], dtype=torch.long, device=dev)
         committed[n_committed : n_committed + len(emitted)] = torch.tensor(emitted, dtype=torch.long, device=dev)
         n_committed += len(emitted)
         produced += len(emitted)
         yield RoundEvent(
-            round=r, drafted=rd.drafted.tolist(), q_x=v.q_x, p_x=v.p_x, uniforms=v.uniforms,
-            accept_mask=v.accept_mask, n_accepted=v.n_accepted, emitted=emitted, kinds=kinds,
+            round=r, drafted=rd.drafted.tolist(), q_x=verdict.q_x, p_x=verdict.p_x, uniforms=verdict.uniforms,
+            accept_mask=verdict.accept_mask, n_accepted=verdict.n_accepted, emitted=emitted, kinds=kinds,
             draft_s=rd.draft_s, verify_s=rd.verify_s, prefill_s=prefill_s if r == 0 else 0.0,
-            p_top=top_n(v.p, topk), q_top=top_n(rd.q, topk), gamma=gamma, greedy=sampling.greedy,
+            p_top=top_n(verdict.p, topk), q_top=top_n(rd.q, topk), gamma=gamma, greedy=sampling.greedy,
             kv_target=target.cache_len, kv_draft=getattr(getattr(drafter, "model", None), "cache_len", -1),
             **(_parser_fields(constraint, rd.parser, rd.masks, mask_s) if constraint else {}),
         )

@@ -28,14 +28,13 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from specdec_core import roofline as rl
-from specdec_core import steptime as stp
+from specdec_core import roofline, steptime
 
 DATA = Path(__file__).resolve().parent / "measured" / "h200-2026-12-04.json"
 GPU_LABEL = "measured on one NVIDIA H200"
 KNEE_V = 1.25          # a pass "costs more than a step" once v reaches this: 25 % above the flat level
 
-SMOLLM2_135M = stp.DecoderShape(
+SMOLLM2_135M = steptime.DecoderShape(
     "SmolLM2-135M", 134_515_008, 30, 576, 3, 64, 8192,
     source="HuggingFaceTB/SmolLM2-135M-Instruct config.json: 30 layers, hidden 576, 9 query / 3 KV heads of 64, "
            "FFN 1536, vocab 49152, tied embeddings; params counted from the GGUF the lab loads",
@@ -139,11 +138,11 @@ def model_v(points: VerifyPoints, with_costs: bool) -> NDArray[np.float64]:
     """v(T, B) of SMOLLM2_135M on the H200's achievable ceilings: the pure roofline, or with the measured costs.
 
     with_costs adds, per pass, the median measured plain step at B = 1 as a fixed cost and the logits' traffic."""
-    hw = rl.achievable(rl.HARDWARE["H200 SXM"])
+    hw = roofline.achievable(roofline.HARDWARE["H200 SXM"])
     fixed = float(np.median(points.decode_ms[points.batch == 1])) / 1e3 if with_costs else 0.0
-    over = stp.Overheads(fixed_s=fixed, logits=with_costs)
-    ver = stp.step_time(SMOLLM2_135M, hw, "bf16", points.batch, points.tokens, points.context, overheads=over)
-    dec = stp.step_time(SMOLLM2_135M, hw, "bf16", points.batch, 1, points.context, overheads=over)
+    over = steptime.Overheads(fixed_s=fixed, logits=with_costs)
+    ver = steptime.step_time(SMOLLM2_135M, hw, "bf16", points.batch, points.tokens, points.context, overheads=over)
+    dec = steptime.step_time(SMOLLM2_135M, hw, "bf16", points.batch, 1, points.context, overheads=over)
     return np.asarray(ver.total_s / dec.total_s, dtype=np.float64)
 
 

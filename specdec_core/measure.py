@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from specdec_core import algebra as alg
+from specdec_core import algebra
 from specdec_core.validate import check_gamma
 
 
@@ -164,16 +164,16 @@ def summarise(
         reached=reached,
         alpha_const=a_const,
         length_counts=accepted_length_counts(drafted, emitted, g),
-        pmf_const=alg.accepted_length_pmf(a_for_const, g),
-        pmf_positional=alg.accepted_length_pmf_positional(a_fill),
+        pmf_const=algebra.accepted_length_pmf(a_for_const, g),
+        pmf_positional=algebra.accepted_length_pmf_positional(a_fill),
         tokens_per_pass=tokens / rounds if rounds else math.nan,
         c=c,
         v=v,
         spec_tokens_per_s=spec_tps,
         base_tokens_per_s=base_tps,
-        predicted_speedup=alg.speedup_positional(a_fill, c, v) if ok_costs else math.nan,
-        predicted_speedup_const=float(alg.speedup(a_for_const, g, c, v)) if ok_costs else math.nan,
+        predicted_speedup=algebra.speedup_positional(a_fill, c, v) if ok_costs else math.nan,
+        predicted_speedup_const=float(algebra.speedup(a_for_const, g, c, v)) if ok_costs else math.nan,
         measured_speedup=spec_tps / base_tps if math.isfinite(spec_tps) and math.isfinite(base_tps) else math.nan,
-        expected_tokens=alg.expected_tokens_positional(a_fill),
+        expected_tokens=algebra.expected_tokens_positional(a_fill),
         t_target_s=t_base,
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specdec_core import algebra as alg
+from specdec_core import algebra
 from specdec_core.validate import check_alphas
 
 
@@ -40,8 +40,8 @@ def speedup_with_empty_rounds(alphas: ArrayLike, c: float, v: float = 1.0, f0: f
     """((1 - f0) E[N] + f0) / ((1 - f0)(gamma c + v) + f0): drafted rounds beside plain steps that drafted nothing."""
     a = check_alphas(alphas)
     f = check_fraction(f0)
-    en = alg.expected_tokens_positional(a)
-    cost = float(alg.step_cost(a.size, c, v))
+    en = algebra.expected_tokens_positional(a)
+    cost = float(algebra.step_cost(a.size, c, v))
     return ((1.0 - f) * en + f) / ((1.0 - f) * cost + f)
 
 
@@ -68,5 +68,5 @@ def pay_reading(alphas: ArrayLike, c: float, v: float = 1.0, f0: float = 0.0) ->
     g = a.size
     if not (math.isfinite(c) and math.isfinite(v)):
         raise ValueError(f"c and v must be finite; got c = {c!r}, v = {v!r}")
-    return PayReading(g, alg.expected_tokens_positional(a), float(alg.step_cost(g, c, v)), check_fraction(f0),
-                      speedup_with_empty_rounds(a, c, v, f0), alg.break_even_alpha(g, c, v) if g else None)
+    return PayReading(g, algebra.expected_tokens_positional(a), float(algebra.step_cost(g, c, v)), check_fraction(f0),
+                      speedup_with_empty_rounds(a, c, v, f0), algebra.break_even_alpha(g, c, v) if g else None)

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from specdec_core import algebra as alg
+from specdec_core import algebra
 from ui.algebra.figures import alpha_figure, gamma_figure, pmf_figure
 from ui.plainfig import PlainFigure, validating
 from ui.theme import PRESENTER_PX, presenter_spec
@@ -19,14 +19,14 @@ from ui.theme import PRESENTER_PX, presenter_spec
 def _step_figures() -> dict[str, go.Figure]:
     """Each step figure at the page's defaults (alpha 0.7, gamma 3, c 0.1, v 1), the curves per position too."""
     gammas, aj = np.arange(17), np.full(16, 0.7)
-    tokens, speeds = alg.expected_tokens(0.7, gammas), alg.speedup(0.7, gammas, 0.1, 1.0)
-    pos = (alg.expected_tokens_prefixes(aj), alg.speedup_prefixes(aj, 0.1, 1.0))
+    tokens, speeds = algebra.expected_tokens(0.7, gammas), algebra.speedup(0.7, gammas, 0.1, 1.0)
+    pos = (algebra.expected_tokens_prefixes(aj), algebra.speedup_prefixes(aj, 0.1, 1.0))
     grid = np.linspace(0.0, 1.0, 101)
-    pmf = alg.accepted_length_pmf_positional(aj[:3])
+    pmf = algebra.accepted_length_pmf_positional(aj[:3])
     return {
         "gamma": gamma_figure(gammas, tokens, speeds, (4, 2.0), 3),
         "gamma, per position": gamma_figure(gammas, tokens, speeds, (4, 2.0), 3, pos),
-        "alpha": alpha_figure(grid, {g: alg.speedup(grid, g, 0.1, 1.0) for g in (1, 2, 4)}, (0.7, 1.9)),
+        "alpha": alpha_figure(grid, {g: algebra.speedup(grid, g, 0.1, 1.0) for g in (1, 2, 4)}, (0.7, 1.9)),
         "pmf": pmf_figure(pmf, pmf * 1.01, 1000, {"mean": 2.5, "P50": 2.0, "P99": 4.0}),
     }
 

@@ -8,7 +8,7 @@ import re
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from specdec_core import algebra as alg
+from specdec_core import algebra
 from ui.algebra.vllm import EXAMPLE_LINE
 
 PAGE = "views/algebra.py"
@@ -54,17 +54,17 @@ def assert_hand_numbers(at, length: str, c: float = 0.1, v: float = 1.0) -> None
     assert m["Acceptance rate (vLLM)"][0] == "0.480"
     assert m["Mean acceptance length (vLLM)"][0] == length
     assert m["E[N] from the alpha_j"][0] == "2.440"
-    assert m["Constant alpha, same E[N]"][0] == f"{alg.equivalent_alpha(A):.4f}"
-    s = alg.speedup_positional(A, c, v)
-    g, sg = alg.best_gamma_positional(A, c, v)
+    assert m["Constant alpha, same E[N]"][0] == f"{algebra.equivalent_alpha(A):.4f}"
+    s = algebra.speedup_positional(A, c, v)
+    g, sg = algebra.best_gamma_positional(A, c, v)
     assert m["Predicted speedup at gamma = 3"][0] == f"{s:.2f}x"
     assert m["Best gamma (0..3)"] == (str(g), f"{sg:.2f}x at best")
     table = next(df.value for df in at.dataframe if "alpha_j = r_j / r_(j-1) (conditional)" in df.value.columns)
     assert list(table["vLLM's r_j (unconditional)"]) == ["0.9000", "0.4500", "0.0900"]
     assert list(table["alpha_j = r_j / r_(j-1) (conditional)"]) == ["0.9000", "0.5000", "0.2000"]
     misreading = next(x.value for x in at.markdown if x.value.startswith("Two tempting misreadings"))
-    assert f"{alg.expected_tokens_positional([0.9, 0.45, 0.09]):.3f}" in misreading     # 2.341, not 2.440
-    assert f"{alg.expected_tokens(0.48, 3):.3f}" in misreading
+    assert f"{algebra.expected_tokens_positional([0.9, 0.45, 0.09]):.3f}" in misreading     # 2.341, not 2.440
+    assert f"{algebra.expected_tokens(0.48, 3):.3f}" in misreading
     no_nan(at)
 
 
@@ -126,8 +126,8 @@ def test_positional_section_shows_rates_and_the_equivalent_constant(app_test):
     cap = next(x.value for x in at.caption if "vLLM would report" in x.value)
     assert "acceptance rate 0.480" in cap and "mean acceptance length 2.440" in cap
     note = " ".join(i.value for i in at.info)
-    gap = alg.positional_gap(np.array(A), 0.05, 1.0)
-    assert f"alpha = {alg.equivalent_alpha(A):.4f}" in note and f"alpha_bar = {np.mean(A):.4f} is not it" in note
+    gap = algebra.positional_gap(np.array(A), 0.05, 1.0)
+    assert f"alpha = {algebra.equivalent_alpha(A):.4f}" in note and f"alpha_bar = {np.mean(A):.4f} is not it" in note
     assert f"{100 * gap['rel_error']:+.1f}%" in note and f"{gap['en_constant']:.3f}" in note
 
 

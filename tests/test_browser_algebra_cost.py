@@ -3,9 +3,7 @@
 import pytest
 from browser_helpers import ARTIFACTS, assert_no_error, open_page, screenshot, type_number
 
-from specdec_core import algebra as alg
-from specdec_core import roofline as rl
-from specdec_core import steptime as stp
+from specdec_core import algebra, roofline, steptime
 
 pytestmark = pytest.mark.browser
 
@@ -14,9 +12,16 @@ _METRICS_JS = """() => Object.fromEntries([...document.querySelectorAll('[data-t
   m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))"""
 
 
-def _costs(batch: int) -> stp.GammaCosts:
-    return stp.gamma_costs(stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"],
-                           "bf16", 256, batch, 32)
+def _costs(batch: int) -> steptime.GammaCosts:
+    return steptime.gamma_costs(
+        steptime.SHAPES["Llama-3.1-8B"],
+        steptime.SHAPES["Llama-3.2-1B (draft)"],
+        roofline.HARDWARE["H100 SXM"],
+        "bf16",
+        256,
+        batch,
+        32,
+    )
 
 
 def _metrics_once(page, label: str, timeout_ms: int = 60_000) -> dict[str, str]:
@@ -30,14 +35,14 @@ def test_batch_moves_v_and_the_best_gamma(page, streamlit_url):
     small, large = _costs(16), _costs(512)
     before = _metrics_once(page, "v(gamma = 3) at B = 16")
     assert before["v(gamma = 3) at B = 16"] == f"{small.v[3]:.3f}", before
-    assert before["Best integer gamma"] == str(alg.best_gamma(0.8, small.c, small.v, 32)[0]) == "4", before
+    assert before["Best integer gamma"] == str(algebra.best_gamma(0.8, small.c, small.v, 32)[0]) == "4", before
     assert_no_error(page)
     screenshot(page, "issue14-algebra-shape-b16")
 
     type_number(page, "algebra-batch", "512")
     after = _metrics_once(page, "v(gamma = 3) at B = 512")
     assert after["v(gamma = 3) at B = 512"] == f"{large.v[3]:.3f}" != before["v(gamma = 3) at B = 16"], after
-    assert after["Best integer gamma"] == "0", after                      # do not speculate at this batch
+    assert after["Best integer gamma"] == "0", after  # do not speculate at this batch
     assert "batch=512" in page.url, page.url
     page.get_by_text("do not speculate", exact=False).first.wait_for()
     assert_no_error(page)
@@ -45,8 +50,8 @@ def test_batch_moves_v_and_the_best_gamma(page, streamlit_url):
     ARTIFACTS.mkdir(exist_ok=True)
     page.get_by_text("Priced by the decoder shape", exact=False).first.scroll_into_view_if_needed()
     page.wait_for_timeout(300)
-    page.screenshot(path=str(ARTIFACTS / "issue14-algebra-why-b512.png"))          # the words and the table
-    why = page.locator('[data-testid="stPlotlyChart"]').first               # "Why this gamma"
+    page.screenshot(path=str(ARTIFACTS / "issue14-algebra-why-b512.png"))  # the words and the table
+    why = page.locator('[data-testid="stPlotlyChart"]').first  # "Why this gamma"
     why.scroll_into_view_if_needed()
     page.wait_for_timeout(300)
     why.screenshot(path=str(ARTIFACTS / "issue14-algebra-why-gamma.png"))

@@ -4,8 +4,8 @@ mode hides the sidebar and enlarges the type."""
 import pytest
 from browser_helpers import assert_no_error, open_page, screenshot, type_number, wait_for_app
 
-from content import drill_text as dt
-from specdec_core import drills as dr
+from content import drill_text
+from specdec_core import drills
 from specdec_core.drill_kinds import DRILL_KINDS, SENIOR_KINDS
 
 pytestmark = pytest.mark.browser
@@ -26,8 +26,8 @@ def _alerts(page, kind: str) -> list[str]:
 
 def test_answer_a_drill_right_then_wrong(page, streamlit_url):
     open_page(page, streamlit_url, "interview", "part=Drills&seed=classroom")
-    drill = dr.make_drill("speedup", "classroom")
-    assert page.get_by_text(dt.prompt(drill)).count() == 1
+    drill = drills.make_drill("speedup", "classroom")
+    assert page.get_by_text(drill_text.prompt(drill)).count() == 1
     assert_no_error(page)
 
     _answer(page, "speedup", f"{drill.answer():.2f}x")
@@ -49,9 +49,9 @@ def test_answer_a_drill_right_then_wrong(page, streamlit_url):
 def test_a_crossover_drill_takes_the_rounded_batch(page, streamlit_url):
     """Seed 2: H100 PCIe, W8A16, gamma 7, crossover 23.62. A batch is whole requests: "24" is right."""
     open_page(page, streamlit_url, "interview", "part=Drills&seed=2")
-    drill = dr.make_drill("crossover", "2")
+    drill = drills.make_drill("crossover", "2")
     assert 23 < drill.answer() < 24
-    assert page.get_by_text(dt.prompt(drill)).count() == 1
+    assert page.get_by_text(drill_text.prompt(drill)).count() == 1
     _answer(page, "crossover", str(round(drill.answer())))
     success = _alerts(page, "Success")
     assert len(success) == 1 and "whole number of requests" in success[0] and "23 or 24" in success[0], success
@@ -69,7 +69,7 @@ def test_classroom_mode_hides_sidebar_and_enlarges_type(page, streamlit_url):
     assert not page.locator('[data-testid="stSidebar"]').is_visible()
     big = page.locator(".st-key-ans_tokens label p").evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
     assert big >= 1.4 * normal, (normal, big)
-    assert page.get_by_text(dt.prompt(dr.make_drill("tokens", dr.CLASSROOM_SEED))).count() == 1
+    assert page.get_by_text(drill_text.prompt(drills.make_drill("tokens", drills.CLASSROOM_SEED))).count() == 1
     assert page.locator(".st-key-lock_tokens button").is_visible()      # predict before the reveal
     assert_no_error(page)
     screenshot(page, "interview-classroom")
@@ -92,13 +92,13 @@ def test_the_senior_set_renders_its_prompts_verbatim_and_grades_a_mask(page, str
     tree-mask drill answered with a causal mask's count is named as that mistake."""
     open_page(page, streamlit_url, "interview", "part=Drills&seed=classroom&level=Senior")
     for kind in SENIOR_KINDS:
-        assert page.get_by_text(dt.prompt(dr.make_drill(kind, "classroom"))).count() == 1, kind
+        assert page.get_by_text(drill_text.prompt(drills.make_drill(kind, "classroom"))).count() == 1, kind
     assert page.locator("del, s").count() == 0
     assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"0 / {len(SENIOR_KINDS)}"
-    drill = dr.make_drill("tree_mask", "classroom")                      # branching 3, 1, 1: 18 of 81; causal 45
+    drill = drills.make_drill("tree_mask", "classroom")                      # branching 3, 1, 1: 18 of 81; causal 45
     _answer(page, "tree_mask", "45")
     errors = _alerts(page, "Error")
-    assert len(errors) == 1 and "a causal mask" in errors[0] and dr.RETRY_TEXT in errors[0], errors
+    assert len(errors) == 1 and "a causal mask" in errors[0] and drills.RETRY_TEXT in errors[0], errors
     _answer(page, "tree_mask", str(drill.answer()))
     assert _alerts(page, "Success") == ["Right."]
     assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == f"1 / {len(SENIOR_KINDS)}"

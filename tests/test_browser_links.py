@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from browser_helpers import assert_no_error, open_page
 
-from content import interview_content as ic
+from content import interview_content
 
 pytestmark = pytest.mark.browser
 
@@ -27,8 +27,10 @@ def printed_links() -> list[str]:
     paths = [p for cell in table for p in re.findall(r"`(/[^`]*)`", cell)]
     paths += [urlsplit(u).path + (f"?{urlsplit(u).query}" if urlsplit(u).query else "")
               for u in re.findall(r"http://localhost:8501(/[^\s`)]*)", text)]
-    paths += [item.link.url for item in ic.CHECKLIST] + [step.link.url for step in ic.WALKTHROUGH]
-    paths.append("/interview?part=Drills&seed=classroom")                  # the drill set's share link
+    paths += [item.link.url for item in interview_content.CHECKLIST] + [
+        step.link.url for step in interview_content.WALKTHROUGH
+    ]
+    paths.append("/interview?part=Drills&seed=classroom")  # the drill set's share link
     return sorted(set(paths))
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from browser_helpers import assert_no_error, open_page, screenshot, wait_for_app
 
-from content import interview_content as ic
+from content import interview_content
 
 pytestmark = pytest.mark.browser
-M = len(ic.WALKTHROUGH)
+M = len(interview_content.WALKTHROUGH)
 
 
 def _control(page, text: str):
@@ -33,7 +33,7 @@ def test_tour_walks_from_home_to_the_end_and_back(page, streamlit_url):
         wait_for_app(page)
         _bar_says(page, n)
         page.wait_for_url(lambda u, n=n: f"tour={n}" in u, timeout=15_000)
-        path = "/" + ic.WALKTHROUGH[n - 1].link.page.removeprefix("views/").removesuffix(".py")
+        path = "/" + interview_content.WALKTHROUGH[n - 1].link.page.removeprefix("views/").removesuffix(".py")
         assert path.replace("/home", "/") in page.url, (n, page.url)
     page.get_by_text("Done: you have been through the whole app.").first.wait_for(timeout=30_000)
     screenshot(page, "tour-last-step")

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from test_constraints_limits import SLOW_SCHEMA
 
-from gpu_demo import compile_worker
-from gpu_demo import constraints as C
+from gpu_demo import compile_worker, constraints
 from gpu_demo.pairs import load_pair
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,18 +34,18 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_trivial_regex_does_not_wait_behind_a_slow_schema(pair) -> None:
-    C.build("regex", "[a-z]+", pair.tokenizer, pair.target.vocab_size)  # a worker is up
+    constraints.build("regex", "[a-z]+", pair.tokenizer, pair.target.vocab_size)  # a worker is up
     finished: list[str] = []
 
     def slow() -> None:
-        with pytest.raises(C.ConstraintError, match="took longer than"):
-            C.build("json", SLOW_SCHEMA, pair.tokenizer, pair.target.vocab_size, compile_limit_s=20.0)
+        with pytest.raises(constraints.ConstraintError, match="took longer than"):
+            constraints.build("json", SLOW_SCHEMA, pair.tokenizer, pair.target.vocab_size, compile_limit_s=20.0)
         finished.append("slow")
 
     t = threading.Thread(target=slow)
     t.start()
     time.sleep(0.5)  # the slow compile holds its worker
-    C.build("regex", "[0-9]+", pair.tokenizer, pair.target.vocab_size)
+    constraints.build("regex", "[0-9]+", pair.tokenizer, pair.target.vocab_size)
     finished.append("trivial")
     assert finished == ["trivial"]  # done while the slow one still compiles
     for w in compile_worker._POOL:  # end the slow compile now rather than at its 20 s limit
@@ -60,8 +59,8 @@ def test_all_workers_busy_is_one_constraint_error(pair, monkeypatch) -> None:
     monkeypatch.setattr(compile_worker, "QUEUE_LIMIT_S", 0.2)
     taken = [compile_worker._FREE.acquire() for _ in range(compile_worker.POOL_SIZE)]
     try:
-        with pytest.raises(C.ConstraintError, match="constraints are compiling on this server"):
-            C.build("regex", "[a-z]+", pair.tokenizer, pair.target.vocab_size)
+        with pytest.raises(constraints.ConstraintError, match="constraints are compiling on this server"):
+            constraints.build("regex", "[a-z]+", pair.tokenizer, pair.target.vocab_size)
     finally:
         for _ in taken:
             compile_worker._FREE.release()
@@ -70,7 +69,7 @@ def test_all_workers_busy_is_one_constraint_error(pair, monkeypatch) -> None:
 CHILD = """
 import sys, threading, time
 from gpu_demo import compile_worker
-from gpu_demo import constraints as C
+from gpu_demo import constraints
 from gpu_demo.pairs import load_pair
 from test_constraints_limits import SLOW_SCHEMA
 pair = load_pair("builtin", "cpu")

@@ -10,14 +10,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpu_demo import constraints as C
+from gpu_demo import constraints
 from gpu_demo.decode import Forget, autoregressive, run, speculative
 from gpu_demo.pairs import load_pair
 from gpu_demo.sampler import SamplingConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 GREEDY = SamplingConfig(temperature=0.0)
-SHORT = C.CHAR_PRESETS["short"]
+SHORT = constraints.CHAR_PRESETS["short"]
 
 
 @pytest.fixture(scope="module")
@@ -41,22 +41,22 @@ def pair():
 ])
 def test_bad_constraints_raise_a_clear_value_error(pair, kind: str, source: str, message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:
-        C.build(kind, source, pair.tokenizer)
+        constraints.build(kind, source, pair.tokenizer)
     assert "<state>" not in str(info.value) and "\n" not in str(info.value)  # one line, no parser dump
 
 
 def test_a_prompt_that_already_violates_the_constraint_is_refused(pair) -> None:
     tok = pair.tokenizer
     with pytest.raises(ValueError, match="the prompt already violates the constraint.*'i'"):
-        C.regex(C.CHAR_PRESETS["sentence"].source, tok, prefix=tok.encode("it is"))
+        constraints.regex(constraints.CHAR_PRESETS["sentence"].source, tok, prefix=tok.encode("it is"))
     with pytest.raises(ValueError, match="allows no text after the prompt"):
-        C.regex(r"It is\.", tok, prefix=tok.encode("It is."))
+        constraints.regex(r"It is\.", tok, prefix=tok.encode("It is."))
 
 
 def test_a_constraint_over_another_vocabulary_is_refused(pair) -> None:
     from gpu_demo.models.char import CharTokenizer
 
-    other = C.regex("[a-c]+", CharTokenizer("abc\n"))
+    other = constraints.regex("[a-c]+", CharTokenizer("abc\n"))
     with pytest.raises(ValueError, match=r"constraint's vocabulary \(4\) differs from the model's \(81\)"):
         speculative(pair.target, pair.drafter, [5], 4, constraint=other)
 
@@ -66,8 +66,8 @@ def test_a_constraint_over_another_vocabulary_is_refused(pair) -> None:
 
 def test_masks_consume_rollback_and_memo_match_a_fresh_parser(pair) -> None:
     tok = pair.tokenizer
-    c = C.regex(SHORT.source, tok)
-    fresh = C.regex(SHORT.source, tok)
+    c = constraints.regex(SHORT.source, tok)
+    fresh = constraints.regex(SHORT.source, tok)
     assert c.mask()[tok.encode("I")[0]] and not c.mask()[tok.encode(" ")[0]] and not c.mask()[c.end_token]
     c.consume(tok.encode("Abcde"))
     assert c.position == 5 and not c.allows(tok.encode("f")[0]) and c.allows(tok.encode(" ")[0])
@@ -79,13 +79,13 @@ def test_masks_consume_rollback_and_memo_match_a_fresh_parser(pair) -> None:
     assert c.mask().nonzero().view(-1).tolist() == [c.end_token]  # only the end can follow
     with pytest.raises(ValueError, match=r"parser rollback must be an integer in \[0, 7\]"):
         c.rollback(8)
-    with pytest.raises(C.ConstraintError, match="the parser refused token"):
-        C.regex(SHORT.source, tok).consume(tok.encode("Abcdef"))
+    with pytest.raises(constraints.ConstraintError, match="the parser refused token"):
+        constraints.regex(SHORT.source, tok).consume(tok.encode("Abcdef"))
 
 
 def test_check_reports_complete_unfinished_and_violated(pair) -> None:
     tok = pair.tokenizer
-    c = C.regex(SHORT.source, tok)
+    c = constraints.regex(SHORT.source, tok)
     assert c.check(tok.encode("It is.\n")) == ("complete", "")
     assert c.check(tok.encode("It is"))[0] == "unfinished"
     state, detail = c.check(tok.encode("It isnotshort."))
@@ -101,18 +101,18 @@ THREE_ONES = '{"type": "array", "items": {"const": 1}, "minItems": 3, "maxItems"
 def test_check_json_parses_the_constrained_text_the_check_read_prompt_included(pair) -> None:
     """On the raw-text pair the prompt '[1' starts the JSON: the reply alone (', 1, 1]') is not JSON."""
     tok = pair.tokenizer
-    c = C.build("json", THREE_ONES, tok, pair.target.vocab_size, prefix=tok.encode("[1"))
+    c = constraints.build("json", THREE_ONES, tok, pair.target.vocab_size, prefix=tok.encode("[1"))
     assert c.check_json(tok.encode(", 1, 1]\n"), tok.decode) == ("complete", "", [1, 1, 1])
     assert c.check_json(tok.encode(", 1"), tok.decode) == ("unfinished", "valid so far, not ended", None)
     state, _, value = c.check_json(tok.encode(", 2"), tok.decode)
     assert (state, value) == ("violated", None)
 
 
-@pytest.mark.parametrize("key", list(C.CHAR_PRESETS))
+@pytest.mark.parametrize("key", list(constraints.CHAR_PRESETS))
 def test_greedy_constrained_speculative_equals_greedy_constrained_autoregressive(pair, key: str) -> None:
-    preset = C.CHAR_PRESETS[key]
+    preset = constraints.CHAR_PRESETS[key]
     ids = pair.tokenizer.encode(preset.prompt)
-    c = C.build(preset.kind, preset.source, pair.tokenizer, prefix=ids)
+    c = constraints.build(preset.kind, preset.source, pair.tokenizer, prefix=ids)
     ar = run(autoregressive(pair.target, ids, 60, GREEDY, constraint=c)).tokens
     assert c.check(ar)[0] in ("complete", "unfinished")
     unconstrained = run(autoregressive(pair.target, ids, 60, GREEDY)).tokens
@@ -125,7 +125,7 @@ def test_greedy_constrained_speculative_equals_greedy_constrained_autoregressive
 
 def test_sampled_constrained_output_always_satisfies_the_constraint(pair) -> None:
     ids = pair.tokenizer.encode(SHORT.prompt)
-    c = C.regex(SHORT.source, pair.tokenizer, prefix=ids)
+    c = constraints.regex(SHORT.source, pair.tokenizer, prefix=ids)
     ended = 0
     for seed in range(8):
         toks = run(speculative(pair.target, pair.drafter, ids, 80, 4, SamplingConfig(1.0), seed=seed,
@@ -138,7 +138,7 @@ def test_sampled_constrained_output_always_satisfies_the_constraint(pair) -> Non
 
 def test_events_record_parser_positions_mask_sizes_and_cache_lengths(pair) -> None:
     ids = pair.tokenizer.encode(SHORT.prompt)
-    c = C.regex(SHORT.source, pair.tokenizer, prefix=ids)
+    c = constraints.regex(SHORT.source, pair.tokenizer, prefix=ids)
     committed = len(ids)
     for e in speculative(pair.target, pair.drafter, ids, 40, 4, SamplingConfig(1.0), seed=1, constraint=c):
         assert e.parser_drafted == e.parser_before + e.k
@@ -156,12 +156,14 @@ def test_events_record_parser_positions_mask_sizes_and_cache_lengths(pair) -> No
 # ---------------------------------------------------------------------------------- the demonstrations
 
 
-def _outcome(pair, c: C.Constraint, ids: list[int], sampling: SamplingConfig, seed: int, forget: Forget) -> str:
+def _outcome(pair, c: constraints.Constraint, ids: list[int], sampling: SamplingConfig, seed: int,
+             forget: Forget) -> str:
     """'error' if the parser refused a token, else the check of the output: complete, unfinished or violated."""
     try:
-        toks = run(speculative(pair.target, pair.drafter, ids, 80, 4, sampling, seed=seed, constraint=c,
-                               forget=forget)).tokens
-    except C.ConstraintError:
+        toks = run(
+            speculative(pair.target, pair.drafter, ids, 80, 4, sampling, seed=seed, constraint=c, forget=forget)
+        ).tokens
+    except constraints.ConstraintError:
         return "error"
     return c.check(toks)[0]
 
@@ -169,7 +171,7 @@ def _outcome(pair, c: C.Constraint, ids: list[int], sampling: SamplingConfig, se
 def test_forgetting_the_parser_rollback_breaks(pair) -> None:
     """The rejected drafts stay in the parser: it refuses the correction, or the output leaves the language."""
     ids = pair.tokenizer.encode(SHORT.prompt)
-    c = C.regex(SHORT.source, pair.tokenizer, prefix=ids)
+    c = constraints.regex(SHORT.source, pair.tokenizer, prefix=ids)
     bug = Forget(parser=True)
     assert _outcome(pair, c, ids, GREEDY, 0, bug) in ("error", "violated")
     sampled = [_outcome(pair, c, ids, SamplingConfig(1.0), seed, bug) for seed in range(6)]
@@ -180,7 +182,7 @@ def test_forgetting_the_parser_rollback_breaks(pair) -> None:
 
 def test_forgetting_the_kv_rollback_changes_the_output_and_the_cache_runs_ahead(pair) -> None:
     ids = pair.tokenizer.encode(SHORT.prompt)
-    c = C.regex(SHORT.source, pair.tokenizer, prefix=ids)
+    c = constraints.regex(SHORT.source, pair.tokenizer, prefix=ids)
     ar = run(autoregressive(pair.target, ids, 40, GREEDY, constraint=c)).tokens
     bad = run(speculative(pair.target, pair.drafter, ids, 40, 4, GREEDY, constraint=c, forget=Forget(kv_cache=True)))
     assert bad.tokens != ar
@@ -194,15 +196,35 @@ def test_forgetting_the_kv_rollback_changes_the_output_and_the_cache_runs_ahead(
 def test_cli_generate_with_a_regex_prints_the_check_and_bad_constraints_exit_2(capsys, tmp_path) -> None:
     from gpu_demo.__main__ import main
 
-    rc = main(["generate", "--pair", "builtin", "--device", "cpu", "--prompt", "It is a truth", "--constrain-prompt",
-               "--regex", SHORT.source, "--temperature", "0", "--max-new-tokens", "30", "--plain"])
+    rc = main(
+        [
+            "generate",
+            "--pair",
+            "builtin",
+            "--device",
+            "cpu",
+            "--prompt",
+            "It is a truth",
+            "--constrain-prompt",
+            "--regex",
+            SHORT.source,
+            "--temperature",
+            "0",
+            "--max-new-tokens",
+            "30",
+            "--plain",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "-- constraint regex" in out and ": violated" not in out
     bad = tmp_path / "bad.json"
     bad.write_text('{"type": "objectx"}')
-    for args, message in [(["--regex", "abc("], "unclosed group"), (["--json-schema", str(bad)], "Invalid type"),
-                          (["--lark", str(tmp_path / "missing.lark")], "cannot read"),
-                          (["--regex", "[a-z]+", "--constrain-prompt"], "already violates")]:
+    for args, message in [
+        (["--regex", "abc("], "unclosed group"),
+        (["--json-schema", str(bad)], "Invalid type"),
+        (["--lark", str(tmp_path / "missing.lark")], "cannot read"),
+        (["--regex", "[a-z]+", "--constrain-prompt"], "already violates"),
+    ]:
         assert main(["generate", "--pair", "builtin", "--device", "cpu", "--prompt", "It is", *args]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err

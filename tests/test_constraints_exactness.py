@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from test_gpu_exactness import MarkovLM
 
-from gpu_demo import constraints as C
+from gpu_demo import constraints
 from gpu_demo.decode import Forget, speculative
 from gpu_demo.drafters import ModelDrafter
 from gpu_demo.models.char import CharTokenizer
@@ -80,8 +80,8 @@ def constrained_joint(table: np.ndarray, temperature: float = 1.0) -> np.ndarray
     return joint
 
 
-def _constraint() -> C.Constraint:
-    return C.regex(PATTERN, CharTokenizer(CHARS))
+def _constraint() -> constraints.Constraint:
+    return constraints.regex(PATTERN, CharTokenizer(CHARS))
 
 
 def sample_constrained(
@@ -97,7 +97,7 @@ def sample_constrained(
             events = speculative(target, drafter, PROMPT, N_TOK, gamma=gamma, sampling=cfg, seed=seed, topk=0,
                                  constraint=constraint, forget=forget)
             toks = [t for e in events for t in e.emitted]
-        except C.ConstraintError:
+        except constraints.ConstraintError:
             counts[ERROR_CELL] += 1
             continue
         toks = (toks + [END] * N_TOK)[:N_TOK]

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from gpu_demo import constraints as C
+from gpu_demo import constraints
 
 PAGE = "views/live.py"
 
@@ -30,7 +30,9 @@ def texts(elements) -> str:
 def test_builtin_default_request_satisfies_its_constraint_and_reports_alpha(app_test) -> None:
     at = run_constrained(app_test)
     req = at.session_state["live_constraint"]
-    assert req.label == C.CHAR_PRESETS["short"].label and req.shown.state == "complete" and not req.shown.error
+    assert (
+        req.label == constraints.CHAR_PRESETS["short"].label and req.shown.state == "complete" and not req.shown.error
+    )
     assert "Constraint check: complete" in texts(at.success)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["alpha with the constraint"] == f"{req.shown.alpha():.3f}"
@@ -61,14 +63,17 @@ def test_forget_the_kv_rollback_shows_the_cache_running_ahead(app_test) -> None:
     assert (table["target KV"] > table["committed"] - 1).any()
 
 
-@pytest.mark.parametrize(("query", "message"), [
-    (dict(cpreset="own", ckind="regex", csource="abc("), "unclosed group"),
-    (dict(cpreset="own", ckind="json", csource="{not json"), "not valid JSON"),
-    (dict(cpreset="own", ckind="lark", csource="start: foo"), "unknown name"),
-    (dict(cpreset="own", ckind="regex", csource="[a-z]+", cprompt="It is"), "already violates"),
-    (dict(cpreset="own", ckind="regex", csource=""), "the regex is empty"),
-    (dict(cpreset="own", ckind="json", csource="[" * 2000), "nested too deeply"),  # was a RecursionError traceback
-])
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (dict(cpreset="own", ckind="regex", csource="abc("), "unclosed group"),
+        (dict(cpreset="own", ckind="json", csource="{not json"), "not valid JSON"),
+        (dict(cpreset="own", ckind="lark", csource="start: foo"), "unknown name"),
+        (dict(cpreset="own", ckind="regex", csource="[a-z]+", cprompt="It is"), "already violates"),
+        (dict(cpreset="own", ckind="regex", csource=""), "the regex is empty"),
+        (dict(cpreset="own", ckind="json", csource="[" * 2000), "nested too deeply"),  # was a RecursionError traceback
+    ],
+)
 def test_bad_constraints_show_a_message_not_a_traceback(app_test, query, message) -> None:
     at = run_constrained(app_test, **query)
     assert message in texts(at.error)

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from gpu_demo import constraints as C
+from gpu_demo import constraints
 from gpu_demo.decode import Forget, autoregressive, run, speculative
 from gpu_demo.drafters import LookupDrafter
 from gpu_demo.models.gguf import SmolLM2Unavailable
@@ -35,13 +35,13 @@ def smol():
     return pair
 
 
-def _request(smol, key: str) -> tuple[list[int], C.Constraint]:
-    preset = C.CHAT_PRESETS[key]
+def _request(smol, key: str) -> tuple[list[int], constraints.Constraint]:
+    preset = constraints.CHAT_PRESETS[key]
     tok = smol.tokenizer
-    return tok.encode(tok.chat(preset.prompt)), C.build(preset.kind, preset.source, tok)
+    return tok.encode(tok.chat(preset.prompt)), constraints.build(preset.kind, preset.source, tok)
 
 
-@pytest.mark.parametrize("key", list(C.CHAT_PRESETS))
+@pytest.mark.parametrize("key", list(constraints.CHAT_PRESETS))
 def test_greedy_constrained_speculative_equals_autoregressive_with_both_drafts(smol, key: str) -> None:
     ids, c = _request(smol, key)
     stops = smol.info["stop_tokens"]

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from content import drill_text as dt
-from content import interview_content as ic
-from specdec_core import drills as dr
+from content import drill_text, interview_content
+from specdec_core import drills
 
 
 def ref_speedup(alpha: float, gamma: int, c: float, v: float) -> float:
@@ -17,7 +16,7 @@ def ref_speedup(alpha: float, gamma: int, c: float, v: float) -> float:
 
 # ----------------------------------------------------- worked solutions ----
 def test_worked_solution_reproduces_the_seed_lines():
-    lines = dt.solution(dr.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0}))
+    lines = drill_text.solution(drills.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0}))
     assert lines[1:] == [
         "E[N]    = (1 - 0.7^4) / (1 - 0.7) = (1 - 0.2401) / 0.3 = 2.533 tokens per pass",
         "cost    = 3 x 0.1 + 1 = 1.30 target steps",
@@ -29,8 +28,8 @@ def test_worked_solution_reproduces_the_seed_lines():
 
 @pytest.mark.parametrize("seed", [0, 1, "classroom"])
 def test_solutions_end_at_the_answer(seed):
-    for d in dr.drill_set(seed):
-        text = "\n".join(dt.solution(d))
+    for d in drills.drill_set(seed):
+        text = "\n".join(drill_text.solution(d))
         ans = d.answer()
         if d.kind == "tokens":
             assert f"= {ans:.3f} tokens per pass" in text
@@ -61,32 +60,32 @@ def test_solutions_end_at_the_answer(seed):
                 f"{ans} is faster: {max(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"
                 f" against {min(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"
             )
-        assert dt.formula(d).strip()
+        assert drill_text.formula(d).strip()
 
 
 # ------------------------------------------------------------- content ----
 def test_concept_questions_have_one_right_answer_and_explain_every_option():
-    assert len(ic.CONCEPT_QUESTIONS) >= 5
-    for q in ic.CONCEPT_QUESTIONS:
+    assert len(interview_content.CONCEPT_QUESTIONS) >= 5
+    for q in interview_content.CONCEPT_QUESTIONS:
         assert sum(o.correct for o in q.options) == 1, q.key
         assert len(q.options) >= 3
         for i, o in enumerate(q.options):
-            ok, why = ic.check_choice(q, i)
+            ok, why = interview_content.check_choice(q, i)
             assert ok == o.correct and len(why) > 30
     with pytest.raises(ValueError, match="index must be in"):
-        ic.check_choice(ic.CONCEPT_QUESTIONS[0], 99)
+        interview_content.check_choice(interview_content.CONCEPT_QUESTIONS[0], 99)
 
 
 def test_checklist_has_the_five_points_with_two_sentences_each():
-    assert len(ic.CHECKLIST) == 5
-    for item in ic.CHECKLIST:
+    assert len(interview_content.CHECKLIST) == 5
+    for item in interview_content.CHECKLIST:
         assert len([x for x in item.explanation.split(". ") if x.strip()]) == 2, item.point
         assert item.link.page.startswith("views/") and item.link.params
 
 
 def test_walkthrough_reveals_are_filled_by_the_core():
-    assert sum(s.minutes for s in ic.WALKTHROUGH) == 15
-    texts = [ic.reveal_text(s) for s in ic.WALKTHROUGH]
+    assert sum(s.minutes for s in interview_content.WALKTHROUGH) == 15
+    texts = [interview_content.reveal_text(s) for s in interview_content.WALKTHROUGH]
     assert all("{" not in t for t in texts)
     assert "2.533" in texts[1] and "1.95x" in texts[1]
     assert "3.08x" in texts[2] and "0.91x" in texts[3] and "cost 3.7," in texts[3]
@@ -95,21 +94,21 @@ def test_walkthrough_reveals_are_filled_by_the_core():
 
 
 def test_flashcards_one_per_formula():
-    fronts = [c.front for c in ic.FLASHCARDS]
+    fronts = [c.front for c in interview_content.FLASHCARDS]
     assert len(set(fronts)) == len(fronts) >= 8
-    assert all(c.latex.strip() and c.note.strip() for c in ic.FLASHCARDS)
+    assert all(c.latex.strip() and c.note.strip() for c in interview_content.FLASHCARDS)
 
 
 
 
 # ------------------------------------------------- the 30-second answer ----
 def test_thirty_second_answer_is_one_short_text_and_the_phrases_and_timer_follow_it():
-    text = ic.THIRTY_SECOND_ANSWER
-    words = ic.word_count(text)
-    assert 40 <= words <= ic.MAX_WORDS == 60, words
-    assert 60 * words / ic.SPEAKING_WORDS_PER_MINUTE <= ic.PRACTICE_SECONDS == 30
+    text = interview_content.THIRTY_SECOND_ANSWER
+    words = interview_content.word_count(text)
+    assert 40 <= words <= interview_content.MAX_WORDS == 60, words
+    assert 60 * words / interview_content.SPEAKING_WORDS_PER_MINUTE <= interview_content.PRACTICE_SECONDS == 30
     lowered, at = text.lower(), 0
-    for phrase in ic.KEY_PHRASES:                      # each phrase is in the text, in the text's order
+    for phrase in interview_content.KEY_PHRASES:                      # each phrase is in the text, in the text's order
         found = lowered.find(phrase.lower(), at)
         assert found >= 0, phrase
         at = found + len(phrase)
@@ -122,41 +121,44 @@ def test_the_keyed_option_is_not_given_away_by_its_length_or_place():
     """A test-wise learner picks the longest option: the keyed one may be the longest in at most a quarter
     of the questions, every option stays within a factor 1.6 of its question's shortest, and the key moves."""
     longest = 0
-    for q in ic.CONCEPT_QUESTIONS:
+    for q in interview_content.CONCEPT_QUESTIONS:
         lengths = [len(o.text) for o in q.options]
         assert max(lengths) <= 1.6 * min(lengths), (q.key, lengths)
         longest += lengths[q.answer_index] == max(lengths)
-    assert longest <= len(ic.CONCEPT_QUESTIONS) // 4, longest
-    places = [q.answer_index for q in ic.CONCEPT_QUESTIONS]
+    assert longest <= len(interview_content.CONCEPT_QUESTIONS) // 4, longest
+    places = [q.answer_index for q in interview_content.CONCEPT_QUESTIONS]
     assert max(places.count(i) for i in set(places)) <= (len(places) + 1) // 2, places
 
 
 def test_a_trap_label_does_not_repeat_the_question():
-    for q in ic.CONCEPT_QUESTIONS:
+    for q in interview_content.CONCEPT_QUESTIONS:
         assert q.trap and q.trap.lower() not in q.question.lower(), q.key
 
 
 def test_walkthrough_crossover_inputs_are_drill_inputs():
     """One key for the hardware (issue 28): a walkthrough step's crossover inputs are a drill's, answered by it."""
-    from specdec_core import drills as dr
+    from specdec_core import drills
 
-    steps = [s for s in ic.WALKTHROUGH if s.compute and s.compute[0] == "crossover"]
+    steps = [s for s in interview_content.WALKTHROUGH if s.compute and s.compute[0] == "crossover"]
     assert steps
     for s in steps:
-        d = dr.Drill("crossover", s.compute[1])
-        assert set(s.compute[1]) == set(dr.make_drill("crossover", "classroom").params)
-        assert f"{d.answer():.1f}" in ic.reveal_text(s)
+        d = drills.Drill("crossover", s.compute[1])
+        assert set(s.compute[1]) == set(drills.make_drill("crossover", "classroom").params)
+        assert f"{d.answer():.1f}" in interview_content.reveal_text(s)
 
 
 # ------------------------------------------------- context beside batch ----
 def _keyed_texts() -> list[tuple[str, str]]:
     """Every keyed answer: the right options with their reasons, the checklist, the flashcards, the walkthrough's
     reveals and the 30-second answer."""
-    texts = [(f"question {q.key}", f"{o.text} {o.why}") for q in ic.CONCEPT_QUESTIONS for o in q.options if o.correct]
-    texts += [(f"checklist {c.point}", f"{c.point} {c.explanation}") for c in ic.CHECKLIST]
-    texts += [(f"card {f.front}", f"{f.front} {f.note}") for f in ic.FLASHCARDS]
-    texts += [(f"step {s.title}", f"{s.question} {ic.reveal_text(s)}") for s in ic.WALKTHROUGH]
-    return texts + [("30-second answer", ic.THIRTY_SECOND_ANSWER)]
+    texts = [(f"question {q.key}", f"{o.text} {o.why}")
+             for q in interview_content.CONCEPT_QUESTIONS for o in q.options if o.correct]
+    texts += [(f"checklist {c.point}", f"{c.point} {c.explanation}") for c in interview_content.CHECKLIST]
+    texts += [(f"card {f.front}", f"{f.front} {f.note}") for f in interview_content.FLASHCARDS]
+    texts += [
+        (f"step {s.title}", f"{s.question} {interview_content.reveal_text(s)}") for s in interview_content.WALKTHROUGH
+    ]
+    return texts + [("30-second answer", interview_content.THIRTY_SECOND_ANSWER)]
 
 
 def test_every_keyed_answer_that_mentions_batch_names_context_too():
@@ -167,51 +169,61 @@ def test_every_keyed_answer_that_mentions_batch_names_context_too():
 
 
 def test_the_context_numbers_in_the_keyed_answers_come_from_the_step_time_model():
-    from content import interview_senior as sen
+    from content import interview_senior
     from specdec_core.roofline import HARDWARE
     from specdec_core.steptime import SHAPES, best_gamma_for_shape, kv_read_batch, spec_curve
 
     t8, d1, h100 = SHAPES["Llama-3.1-8B"], SHAPES["Llama-3.2-1B (draft)"], HARDWARE["H100 SXM"]
     # 15,009,849,344 weight bytes over L x 131,072 KV bytes: 55.9 at 2k, 7.0 at 16k
-    assert sen.kv_batch(2048) == pytest.approx(15_009_849_344 / (2048 * 131_072)) == kv_read_batch(t8, "bf16", 2048)
-    assert round(sen.kv_batch(2048)) == 56 and round(sen.kv_batch(16384)) == 7
+    assert (
+        interview_senior.kv_batch(2048)
+        == pytest.approx(15_009_849_344 / (2048 * 131_072))
+        == kv_read_batch(t8, "bf16", 2048)
+    )
+    assert round(interview_senior.kv_batch(2048)) == 56 and round(interview_senior.kv_batch(16384)) == 7
     v_short, v_long = (float(spec_curve(t8, d1, h100, "bf16", 3, 0.8, L, 256.0).v) for L in (2048, 16384))
-    assert round(v_short, 2) == 1.45 and round(v_long, 2) == 1.07          # the issue's table: 1.451 at B = 256
-    batch_q = next(q for q in ic.CONCEPT_QUESTIONS if q.key == "batch")
+    assert round(v_short, 2) == 1.45 and round(v_long, 2) == 1.07  # the issue's table: 1.451 at B = 256
+    batch_q = next(q for q in interview_content.CONCEPT_QUESTIONS if q.key == "batch")
     why = batch_q.options[batch_q.answer_index].why
     assert "B = 56 for 2k" in why and "B = 7 for 16k" in why and f"{v_long:.2f} at B = 256" in why
     assert f"against {v_short:.2f}" in why and "0.25" in why and "MagicDec" in why
     gammas = [best_gamma_for_shape(t8, d1, h100, "bf16", 0.8, L, 200.0)[0] for L in (2048, 16384)]
-    assert gammas[0] < gammas[1]                                        # the best gamma falls later at long context
-    turn_off = next(q for q in ic.CONCEPT_QUESTIONS if q.key == "turn_off")
+    assert gammas[0] < gammas[1]  # the best gamma falls later at long context
+    turn_off = next(q for q in interview_content.CONCEPT_QUESTIONS if q.key == "turn_off")
     assert f"is {gammas[0]} at 2k tokens and {gammas[1]} at 16k" in turn_off.options[turn_off.answer_index].why
 
 
 def test_sglang_tree_scores_36_candidates_and_keeps_15_and_the_content_says_so():
-    from content import interview_senior as sen
+    from content import interview_senior
     from specdec_core.trees import sglang_tree_counts
+
     assert sglang_tree_counts(3, 4, 16) == (36, 15)
-    blob = repr(next(q for q in sen.SENIOR_QUESTIONS if q[0] == "sglang_flags"))
+    blob = repr(next(q for q in interview_senior.SENIOR_QUESTIONS if q[0] == "sglang_flags"))
     assert "4^3 is the unpruned size" not in blob
     assert "4 + 16 + 16 = 36" in blob and "15 highest-scoring" in blob
 
 
 def test_vllm_lossless_is_quoted_exactly():
-    from content import interview_senior as sen
-    assert "theoretically lossless up to the precision limits of hardware numerics" in repr(sen.SENIOR_QUESTIONS)
+    from content import interview_senior
+
+    assert "theoretically lossless up to the precision limits of hardware numerics" in repr(
+        interview_senior.SENIOR_QUESTIONS
+    )
 
 
 def test_the_tour_says_drills_score_within_two_tries_as_the_widget_grades():
     import inspect
 
-    from content import interview_content as ic
+    from content import interview_content
     from ui.interview import widgets as interview_widgets
-    src = inspect.getsource(ic)
+
+    src = inspect.getsource(interview_content)
     assert "Your first answer is the score" not in src
     assert "within two tries" in src and "within two tries" in inspect.getsource(interview_widgets)
 
 
 def test_argmax_drafting_is_not_only_llama_cpp():
-    from content import interview_senior as sen
-    blob = repr(next(q for q in sen.SENIOR_QUESTIONS if q[0] == "sample_compare"))
+    from content import interview_senior
+
+    blob = repr(next(q for q in interview_senior.SENIOR_QUESTIONS if q[0] == "sample_compare"))
     assert "vLLM V1" in blob and "TensorRT-LLM" in blob

@@ -8,8 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from specdec_core import multidraft as md
-from specdec_core import proof_cases as pc
+from specdec_core import multidraft, proof_cases
 from specdec_core.coupling import optimal_acceptance
 from specdec_core.rejection import acceptance_rate
 
@@ -56,8 +55,8 @@ def test_one_draft_bound_is_one_minus_tv() -> None:
 
 def test_recursive_rejection_is_exact_but_below_the_bound_on_the_trees_page_defaults() -> None:
     for case, want_rr, want_ot in (("q_sharper", 0.667, 0.720), ("q_flatter", 0.859, 0.979)):
-        p, q = pc.preset_pair(case, 10, 0)
-        rr = float(md.acceptance_by_k(p, q, 2, md.IID)[1])
+        p, q = proof_cases.preset_pair(case, 10, 0)
+        rr = float(multidraft.acceptance_by_k(p, q, 2, multidraft.IID)[1])
         ot = optimal_acceptance(p, q, 2)
         assert rr == pytest.approx(want_rr, abs=1.5e-3) and ot == pytest.approx(want_ot, abs=1e-3)
         assert rr < ot
@@ -68,13 +67,15 @@ def test_bound_is_never_below_recursive_rejection() -> None:
     for _ in range(30):
         p, q = rng.dirichlet(np.ones(6)), rng.dirichlet(np.full(6, 0.4))
         for k in (2, 3):
-            assert optimal_acceptance(p, q, k) >= float(md.acceptance_by_k(p, q, k, md.IID)[k - 1]) - 1e-12
+            assert (
+                optimal_acceptance(p, q, k) >= float(multidraft.acceptance_by_k(p, q, k, multidraft.IID)[k - 1]) - 1e-12
+            )
 
 
 def brute_force_acceptance(p: np.ndarray, q: np.ndarray, k: int) -> float:
     """min over all 2^V token sets B of 2 - p(B) - (1 - q(B))^k (the reference on small V)."""
     pb, qb = np.zeros(1), np.zeros(1)
-    for pi, qi in zip(p, q, strict=True):          # doubling: sets without token i, then with it
+    for pi, qi in zip(p, q, strict=True):  # doubling: sets without token i, then with it
         pb, qb = np.concatenate([pb, pb + pi]), np.concatenate([qb, qb + qi])
     return float(np.clip(np.min(2.0 - pb - (1.0 - np.clip(qb, 0.0, 1.0)) ** k), 0.0, 1.0))
 
@@ -84,11 +85,11 @@ def test_sorted_prefix_equals_brute_force_on_small_vocabularies(seed: int) -> No
     rng = np.random.default_rng(seed)
     v = int(rng.integers(2, 13))
     p, q = rng.dirichlet(np.full(v, rng.uniform(0.2, 2.0))), rng.dirichlet(np.full(v, rng.uniform(0.2, 2.0)))
-    if seed % 4 == 0:                               # zeros and ties: q = 0 where p > 0, p = 0 where q > 0
+    if seed % 4 == 0:  # zeros and ties: q = 0 where p > 0, p = 0 where q > 0
         p[0], q[1] = 0.0, 0.0
         p, q = p / p.sum(), q / q.sum()
     if seed % 4 == 1:
-        q = p.copy()                                # every ratio tied
+        q = p.copy()  # every ratio tied
     for k in (1, 2, 3, 5):
         assert optimal_acceptance(p, q, k) == pytest.approx(brute_force_acceptance(p, q, k), abs=1e-12)
 
@@ -98,7 +99,7 @@ def test_bound_at_smollm2_vocabulary_is_computed_and_consistent() -> None:
     v = 49_152
     p, q = rng.dirichlet(np.full(v, 0.05)), rng.dirichlet(np.full(v, 0.05))
     one = optimal_acceptance(p, q, 1)
-    assert one == pytest.approx(acceptance_rate(p, q), abs=1e-9)          # k = 1: 1 - TV
+    assert one == pytest.approx(acceptance_rate(p, q), abs=1e-9)  # k = 1: 1 - TV
     ks = [optimal_acceptance(p, q, k) for k in (1, 2, 4, 8)]
     assert all(b >= a - 1e-12 for a, b in zip(ks, ks[1:], strict=False)) and ks[-1] <= 1.0
-    assert ks[1] >= float(md.acceptance_by_k(p, q, 2, md.IID)[1]) - 1e-9
+    assert ks[1] >= float(multidraft.acceptance_by_k(p, q, 2, multidraft.IID)[1]) - 1e-9

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from specdec_core import drills as dr
+from specdec_core import drills
 from specdec_core.drill_kinds import DRILL_KINDS, rule_law, tree_depth_masses
 
 # Reference hardware from REFERENCE.md (dense peaks, TFLOP/s; bandwidth TB/s), typed in independently.
@@ -105,7 +105,7 @@ def ref_tree_mask(branching: list[int]) -> int:
     return total
 
 
-def ref_answer(d: dr.Drill):
+def ref_answer(d: drills.Drill):
     k, P = d.kind, d.params
     if k == "tokens":
         return ref_tokens(P["alpha"], P["gamma"])
@@ -140,7 +140,7 @@ def ref_answer(d: dr.Drill):
 # ------------------------------------------------ the classroom set, by hand ----
 def test_classroom_set_by_hand():
     """The classroom seed's drills, pinned, each answer worked out by hand below."""
-    s = {d.kind: d for d in dr.drill_set(dr.CLASSROOM_SEED)}
+    s = {d.kind: d for d in drills.drill_set(drills.CLASSROOM_SEED)}
     assert s["tokens"].params == {"alpha": 0.8, "gamma": 6}
     assert s["tokens"].answer() == pytest.approx(1 + 0.8 + 0.64 + 0.512 + 0.4096 + 0.32768 + 0.262144, rel=1e-12)
     assert s["tokens"].answer() == pytest.approx(3.951424, rel=1e-12)
@@ -174,7 +174,7 @@ def test_classroom_set_by_hand():
 
 def test_classroom_senior_drills_by_hand():
     """The four senior drills of the classroom seed, pinned and worked by hand."""
-    s = {d.kind: d for d in dr.drill_set(dr.CLASSROOM_SEED)}
+    s = {d.kind: d for d in drills.drill_set(drills.CLASSROOM_SEED)}
     # Llama-3.1-8B, L 4096, FP8 KV: KV/token 2 x 32 x 8 x 128 x 1 = 65,536 B; weights (8,030,261,248 - 128,256 x
     # 4096) x 2 = 15,009,849,344 B; over 4096 x 65,536 = 268,435,456 B per sequence: 55.92
     assert s["kv_batch"].params == {"model": "Llama-3.1-8B", "context": 4096, "mode": "bf16", "kv": "fp8"}
@@ -194,41 +194,41 @@ def test_classroom_senior_drills_by_hand():
 def test_senior_drills_at_the_numbers_the_pages_quote():
     """Llama-3.2-1B at L 2048 in BF16 (the roofline page's draft and context): 2 x 16 x 8 x 64 x 2 = 32 KiB per
     token, 1,235,814,400 x 2 bytes of weights: B = 2,471,628,800 / (2048 x 32,768) = 36.8; 4.6 at L 16384."""
-    d = dr.Drill("kv_batch", {"model": "Llama-3.2-1B (draft)", "context": 2048, "mode": "bf16", "kv": "bf16"})
+    d = drills.Drill("kv_batch", {"model": "Llama-3.2-1B (draft)", "context": 2048, "mode": "bf16", "kv": "bf16"})
     assert d.answer() == pytest.approx(2_471_628_800 / (2048 * 32_768), rel=1e-12)
     assert round(d.answer(), 1) == 36.8
-    long = dr.Drill("kv_batch", {**d.params, "context": 16384})
+    long = drills.Drill("kv_batch", {**d.params, "context": 16384})
     assert long.answer() == pytest.approx(d.answer() / 8, rel=1e-12)          # falls as 1 / L
-    assert dr.grade(long, "5").correct and dr.grade(long, "4").correct      # a batch: either whole number beside
-    assert not dr.grade(long, "6").correct
+    assert drills.grade(long, "5").correct and drills.grade(long, "4").correct  # a batch: either whole number beside
+    assert not drills.grade(long, "6").correct
     # vLLM's block of 16: 100 cached + 5 drafts = 105 (7 pages); 1 accepted -> 101 (7 pages): nothing freed
-    assert dr.Drill("rollback_pages", {"cached": 100, "gamma": 5, "accepted": 1, "page": 16}).answer() == 0
+    assert drills.Drill("rollback_pages", {"cached": 100, "gamma": 5, "accepted": 1, "page": 16}).answer() == 0
     # 92 + 5 = 97 slots (7 pages), 92 + 1 = 93 (6 pages): one freed although only 4 tokens were rejected
-    assert dr.Drill("rollback_pages", {"cached": 92, "gamma": 5, "accepted": 1, "page": 16}).answer() == 1
+    assert drills.Drill("rollback_pages", {"cached": 92, "gamma": 5, "accepted": 1, "page": 16}).answer() == 1
     # a greedy draft (q a point mass) loses nothing to sample-and-compare: both keep p(x0)
-    assert dr.Drill("sample_compare", {"p": [0.3, 0.7], "q": [1.0, 0.0]}).answer() == pytest.approx(0.0, abs=1e-15)
+    assert drills.Drill("sample_compare", {"p": [0.3, 0.7], "q": [1.0, 0.0]}).answer() == pytest.approx(0.0, abs=1e-15)
     # p = q uniform over 4: min keeps 1, sample-and-compare 4 x 1/16 = 1/4
-    assert dr.Drill("sample_compare", {"p": [0.25] * 4, "q": [0.25] * 4}).answer() == pytest.approx(0.75)
+    assert drills.Drill("sample_compare", {"p": [0.25] * 4, "q": [0.25] * 4}).answer() == pytest.approx(0.75)
     # a chain of 4 is a causal mask, 10 = 4 x 5 / 2; branching 2, 2: 2 x 1 + 4 x 2 = 10 of 36
-    assert dr.Drill("tree_mask", {"branching": [1, 1, 1, 1]}).answer() == 10
-    assert dr.Drill("tree_mask", {"branching": [2, 2]}).answer() == 10
+    assert drills.Drill("tree_mask", {"branching": [1, 1, 1, 1]}).answer() == 10
+    assert drills.Drill("tree_mask", {"branching": [2, 2]}).answer() == 10
 
 
 def test_seed_document_cases_by_hand():
     """The seed's own worked numbers, through fixed (not generated) drills."""
-    assert dr.Drill("tokens", {"alpha": 0.7, "gamma": 3}).answer() == pytest.approx((1 - 0.2401) / 0.3)
-    assert round(dr.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0}).answer(), 2) == 1.95
-    assert dr.Drill("tokens", {"alpha": 0.8, "gamma": 4}).answer() == pytest.approx(3.3616, abs=1e-12)
-    assert round(dr.Drill("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 3.5}).answer(), 2) == 0.91
-    assert round(dr.Drill("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "bf16"}).answer()) == 74
-    assert round(dr.Drill("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "fp8"}).answer()) == 74
-    assert round(dr.Drill("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "w8a16"}).answer()) == 37
-    assert dr.Drill("best_gamma", {"alpha": 0.75, "c": 0.015, "v": 1.0}).answer() == 10   # Leviathan check
+    assert drills.Drill("tokens", {"alpha": 0.7, "gamma": 3}).answer() == pytest.approx((1 - 0.2401) / 0.3)
+    assert round(drills.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0}).answer(), 2) == 1.95
+    assert drills.Drill("tokens", {"alpha": 0.8, "gamma": 4}).answer() == pytest.approx(3.3616, abs=1e-12)
+    assert round(drills.Drill("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 3.5}).answer(), 2) == 0.91
+    assert round(drills.Drill("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "bf16"}).answer()) == 74
+    assert round(drills.Drill("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "fp8"}).answer()) == 74
+    assert round(drills.Drill("crossover", {"hardware": "H100 SXM", "gamma": 3, "mode": "w8a16"}).answer()) == 37
+    assert drills.Drill("best_gamma", {"alpha": 0.75, "c": 0.015, "v": 1.0}).answer() == 10  # Leviathan check
 
 
 @pytest.mark.parametrize("seed", list(range(40)) + ["classroom", "Ada", "exam-2"])
 def test_every_drill_matches_an_independent_computation(seed):
-    for d in dr.drill_set(seed):
+    for d in drills.drill_set(seed):
         want = ref_answer(d)
         got = d.answer()
         if isinstance(want, str) or d.answer_type == "integer":
@@ -239,24 +239,24 @@ def test_every_drill_matches_an_independent_computation(seed):
 
 # ------------------------------------------------------------- seeding ----
 def test_same_seed_same_set_and_different_seeds_differ():
-    a = [d.params for d in dr.drill_set("classroom")]
-    assert a == [d.params for d in dr.drill_set("classroom")]
-    assert a == [d.params for d in dr.drill_set("  Classroom ")]          # case and spaces do not matter
-    assert a != [d.params for d in dr.drill_set("classroom2")]
-    sets = {str([d.params for d in dr.drill_set(s)]) for s in range(30)}
+    a = [d.params for d in drills.drill_set("classroom")]
+    assert a == [d.params for d in drills.drill_set("classroom")]
+    assert a == [d.params for d in drills.drill_set("  Classroom ")]  # case and spaces do not matter
+    assert a != [d.params for d in drills.drill_set("classroom2")]
+    sets = {str([d.params for d in drills.drill_set(s)]) for s in range(30)}
     assert len(sets) == 30
 
 
 def test_each_kind_has_its_own_stream():
     """Asking for a subset of kinds does not change the drills of the other kinds."""
-    full = {d.kind: d.params for d in dr.drill_set(11)}
-    part = {d.kind: d.params for d in dr.drill_set(11, ("crossover", "tokens"))}
+    full = {d.kind: d.params for d in drills.drill_set(11)}
+    part = {d.kind: d.params for d in drills.drill_set(11, ("crossover", "tokens"))}
     assert part == {"crossover": full["crossover"], "tokens": full["tokens"]}
 
 
 @pytest.mark.parametrize("seed", range(60))
 def test_generated_drills_are_well_posed(seed):
-    s = {d.kind: d for d in dr.drill_set(seed)}
+    s = {d.kind: d for d in drills.drill_set(seed)}
     be = s["break_even"].answer()
     assert 0 < be < 1
     P = s["alpha_pq"].params
@@ -272,7 +272,7 @@ def test_generated_drills_are_well_posed(seed):
 
 def test_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="kind must be one of"):
-        dr.make_drill("nonsense", 1)
+        drills.make_drill("nonsense", 1)
 
 
 # ------------------------------------------------------------- grading ----
@@ -283,146 +283,147 @@ def _tol(answer: float) -> float:
 @pytest.mark.parametrize(
     "drill",
     [
-        dr.Drill("crossover", {"hardware": "B200", "gamma": 1, "mode": "bf16"}),  # 140.6: the 1 % branch
-        dr.Drill("break_even", {"gamma": 5, "c": 0.1, "v": 1.0}),  # 0.334: the 0.005 branch
-        dr.Drill("tokens", {"alpha": 0.7, "gamma": 3}),  # 2.533
+        drills.Drill("crossover", {"hardware": "B200", "gamma": 1, "mode": "bf16"}),  # 140.6: the 1 % branch
+        drills.Drill("break_even", {"gamma": 5, "c": 0.1, "v": 1.0}),  # 0.334: the 0.005 branch
+        drills.Drill("tokens", {"alpha": 0.7, "gamma": 3}),  # 2.533
     ],
 )
 def test_tolerance_at_its_edges(drill):
     ans = drill.answer()
     tol = _tol(ans)
     for sign in (+1, -1):
-        assert dr.grade(drill, repr(ans + sign * tol * (1 - 1e-6))).correct
-        assert not dr.grade(drill, repr(ans + sign * tol * (1 + 1e-6))).correct
-        assert dr.grade(drill, repr(ans + sign * tol * (1 + 1e-6))).valid
+        assert drills.grade(drill, repr(ans + sign * tol * (1 - 1e-6))).correct
+        assert not drills.grade(drill, repr(ans + sign * tol * (1 + 1e-6))).correct
+        assert drills.grade(drill, repr(ans + sign * tol * (1 + 1e-6))).valid
 
 
 def test_tolerance_branches_are_the_stated_ones():
-    big = dr.Drill("crossover", {"hardware": "B200", "gamma": 1, "mode": "bf16"})  # 2250 / 8 / 2 = 140.625
+    big = drills.Drill("crossover", {"hardware": "B200", "gamma": 1, "mode": "bf16"})  # 2250 / 8 / 2 = 140.625
     assert big.answer() == pytest.approx(140.625)
-    assert dr.grade(big, "142").correct  # 1.375 away: inside 1 % (1.406), far outside 0.005
-    assert not dr.grade(big, "142.1").correct
-    small = dr.Drill("break_even", {"gamma": 5, "c": 0.1, "v": 1.0})  # 0.33426
-    assert dr.grade(small, "0.3385").correct  # 0.0042 away: outside 1 % (0.0033), inside 0.005
-    assert not dr.grade(small, "0.3395").correct
+    assert drills.grade(big, "142").correct  # 1.375 away: inside 1 % (1.406), far outside 0.005
+    assert not drills.grade(big, "142.1").correct
+    small = drills.Drill("break_even", {"gamma": 5, "c": 0.1, "v": 1.0})  # 0.33426
+    assert drills.grade(small, "0.3385").correct  # 0.0042 away: outside 1 % (0.0033), inside 0.005
+    assert not drills.grade(small, "0.3395").correct
 
 
 def test_two_decimal_answers_always_pass():
     """Any answer correctly rounded to two decimals is within the tolerance."""
     for seed in range(25):
-        for d in dr.drill_set(seed):
+        for d in drills.drill_set(seed):
             if d.answer_type == "number":
-                assert dr.grade(d, f"{d.answer():.2f}").correct, d
+                assert drills.grade(d, f"{d.answer():.2f}").correct, d
 
 
 def test_seed_rounding_graded_as_expected():
-    d = dr.Drill("tokens", {"alpha": 0.7, "gamma": 3})
-    assert dr.grade(d, "2.53").correct
-    assert dr.grade(d, " 2.533 ").correct
-    assert not dr.grade(d, "2.5").correct  # 0.033 away, tolerance 0.025
-    s = dr.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0})
-    assert dr.grade(s, "1.95x").correct and dr.grade(s, "1.95 \u00d7").correct
+    d = drills.Drill("tokens", {"alpha": 0.7, "gamma": 3})
+    assert drills.grade(d, "2.53").correct
+    assert drills.grade(d, " 2.533 ").correct
+    assert not drills.grade(d, "2.5").correct  # 0.033 away, tolerance 0.025
+    s = drills.Drill("speedup", {"alpha": 0.7, "gamma": 3, "c": 0.1, "v": 1.0})
+    assert drills.grade(s, "1.95x").correct and drills.grade(s, "1.95 \u00d7").correct
 
 
 def test_integer_and_choice_grading():
-    g = dr.Drill("best_gamma", {"alpha": 0.75, "c": 0.1, "v": 1.0})
-    assert dr.grade(g, "5").correct and dr.grade(g, "5.0").correct
-    assert not dr.grade(g, "4").correct and not dr.grade(g, "5.01").correct
-    c = dr.Drill("compare", dr.make_drill("compare", "classroom").params)
-    assert dr.grade(c, "a").correct and dr.grade(c, " A ").correct
-    assert not dr.grade(c, "B").correct and dr.grade(c, "B").valid
-    bad = dr.grade(c, "C")
+    g = drills.Drill("best_gamma", {"alpha": 0.75, "c": 0.1, "v": 1.0})
+    assert drills.grade(g, "5").correct and drills.grade(g, "5.0").correct
+    assert not drills.grade(g, "4").correct and not drills.grade(g, "5.01").correct
+    c = drills.Drill("compare", drills.make_drill("compare", "classroom").params)
+    assert drills.grade(c, "a").correct and drills.grade(c, " A ").correct
+    assert not drills.grade(c, "B").correct and drills.grade(c, "B").valid
+    bad = drills.grade(c, "C")
     assert not bad.valid and "A or B" in bad.message
 
 
 @pytest.mark.parametrize("text", ["", "   ", "abc", "1.2.3", "nan", "inf", "--1", "2,5.3x1"])
 def test_invalid_responses_get_a_message_not_a_verdict(text):
-    g = dr.grade(dr.Drill("tokens", {"alpha": 0.7, "gamma": 3}), text)
+    g = drills.grade(drills.Drill("tokens", {"alpha": 0.7, "gamma": 3}), text)
     assert not g.valid and not g.correct and g.message
 
 
 def test_parse_number():
-    assert dr.parse_number("1,000") == 1000.0
-    assert dr.parse_number("2.8x") == 2.8
-    assert dr.parse_number(".5") == 0.5
-    assert dr.parse_number("-3e-2") == -0.03
+    assert drills.parse_number("1,000") == 1000.0
+    assert drills.parse_number("2.8x") == 2.8
+    assert drills.parse_number(".5") == 0.5
+    assert drills.parse_number("-3e-2") == -0.03
     with pytest.raises(ValueError, match="not a number"):
-        dr.parse_number("two")
+        drills.parse_number("two")
 
 
 def test_break_even_without_a_solution_says_so():
     with pytest.raises(ValueError, match="no alpha in \\[0, 1\\] breaks even"):
-        dr.Drill("break_even", {"gamma": 2, "c": 1.0, "v": 2.0}).answer()  # cost 4 > gamma + 1 = 3
+        drills.Drill("break_even", {"gamma": 2, "c": 1.0, "v": 2.0}).answer()  # cost 4 > gamma + 1 = 3
 
 
 # ------------------------------------------ a batch is a whole number ----
 def test_seed_2_crossover_accepts_the_rounded_batch():
     """The reviewer's case: H100 PCIe, W8A16, gamma 7; 756 / 2.0 / (2 x 8) = 23.625, and "24" was refused."""
-    d = dr.make_drill("crossover", 2)
+    d = drills.make_drill("crossover", 2)
     assert d.params == {"hardware": "H100 PCIe", "gamma": 7, "mode": "w8a16"}
     assert d.answer() == pytest.approx(756 / 2.0 / 16, rel=1e-12)
     for typed in ("24", "23", "23.62", "24.0"):
-        g = dr.grade(d, typed)
+        g = drills.grade(d, typed)
         assert g.valid and g.correct, typed
         assert "whole number" in g.message and "23 or 24" in g.message
-    for typed in ("25", "22", "23.3"):      # 23.3 is a fraction outside 1 %: not a whole batch either
-        assert not dr.grade(d, typed).correct, typed
+    for typed in ("25", "22", "23.3"):  # 23.3 is a fraction outside 1 %: not a whole batch either
+        assert not drills.grade(d, typed).correct, typed
 
 
 def test_every_crossover_accepts_both_neighbouring_integers_and_nothing_further():
     """Across 2,000 seeds (320 failed with the rounded integer before): floor and ceil pass, and an integer
     two away passes only when the 1 % tolerance itself reaches it."""
     for seed in range(2000):
-        d = dr.make_drill("crossover", seed)
+        d = drills.make_drill("crossover", seed)
         ans = d.answer()
         for b in {math.floor(ans), math.ceil(ans), round(ans)}:
-            assert dr.grade(d, str(b)).correct, (seed, ans, b)
+            assert drills.grade(d, str(b)).correct, (seed, ans, b)
         for b in (math.floor(ans) - 1, math.ceil(ans) + 1):
-            assert dr.grade(d, str(b)).correct == (abs(b - ans) <= _tol(ans)), (seed, ans, b)
+            assert drills.grade(d, str(b)).correct == (abs(b - ans) <= _tol(ans)), (seed, ans, b)
 
 
 def test_other_drills_do_not_take_a_neighbouring_integer():
-    d = dr.Drill("tokens", {"alpha": 0.7, "gamma": 3})      # 2.533: a count of tokens is an expectation
-    assert not dr.grade(d, "3").correct and not dr.grade(d, "2").correct
+    d = drills.Drill("tokens", {"alpha": 0.7, "gamma": 3})  # 2.533: a count of tokens is an expectation
+    assert not drills.grade(d, "3").correct and not drills.grade(d, "2").correct
 
 
 # ------------------------------------------------- a decimal comma ----
-@pytest.mark.parametrize("typed, readings", [("1,57", ("1.57", "157")), ("2,533", ("2.533", "2533")),
-                                             ("0,5x", ("0.5", "05"))])
+@pytest.mark.parametrize(
+    "typed, readings", [("1,57", ("1.57", "157")), ("2,533", ("2.533", "2533")), ("0,5x", ("0.5", "05"))]
+)
 def test_a_decimal_comma_is_flagged_and_asked_again(typed, readings):
-    d = dr.Drill("speedup", {"alpha": 0.65, "gamma": 1, "c": 0.05, "v": 1.0})   # 1.5714: "1,57" meant right
-    g = dr.grade(d, typed)
+    d = drills.Drill("speedup", {"alpha": 0.65, "gamma": 1, "c": 0.05, "v": 1.0})  # 1.5714: "1,57" meant right
+    g = drills.grade(d, typed)
     assert not g.valid and not g.correct
     assert "comma" in g.message and all(r in g.message for r in readings), g.message
-    assert dr.grade(d, typed.replace(",", ".")).valid
+    assert drills.grade(d, typed.replace(",", ".")).valid
 
 
 def test_parse_number_refuses_a_comma_that_does_not_group_thousands():
     with pytest.raises(ValueError, match="comma"):
-        dr.parse_number("1,57")
-    assert dr.parse_number("12,345.5") == 12345.5
+        drills.parse_number("1,57")
+    assert drills.parse_number("12,345.5") == 12345.5
 
 
 def test_messages_never_echo_what_was_typed():
-    d = dr.Drill("tokens", {"alpha": 0.7, "gamma": 3})
+    d = drills.Drill("tokens", {"alpha": 0.7, "gamma": 3})
     for typed in ("**bold** [x](http://e)", ":red[x]", "$x$"):
-        assert typed not in dr.grade(d, typed).message
-    assert "[x]" not in dr.grade(dr.make_drill("compare", 1), "[x]").message
+        assert typed not in drills.grade(d, typed).message
+    assert "[x]" not in drills.grade(drills.make_drill("compare", 1), "[x]").message
 
 
 def test_tree_depth_masses_sum_to_the_answer_minus_the_root():
     for seed in ("classroom", "1", "2", "3"):
-        d = dr.make_drill("tree_tokens", seed)
+        d = drills.make_drill("tree_tokens", seed)
         assert 1 + tree_depth_masses(d.params).sum() == pytest.approx(d.answer(), abs=1e-12)
 
 
 def test_rule_law_is_a_law_and_the_exact_rule_emits_p():
-    d = dr.make_drill("exact_rule", "classroom")
+    d = drills.make_drill("exact_rule", "classroom")
     p = np.asarray(d.params["p"])
     for side in "AB":
         law = rule_law(d.params[side], d.params["p"], d.params["q"], d.params["k"])
         assert law.sum() == pytest.approx(1.0) and (law >= 0).all()
-        assert np.allclose(law, p) == (side == d.answer())            # negative control: the other is biased
+        assert np.allclose(law, p) == (side == d.answer())  # negative control: the other is biased
 
 
 # ------------------------------------------------------------- diagnosis ----
@@ -436,11 +437,11 @@ def _typed(value) -> str:
 
 
 def test_the_reviewers_speedup_mistake_is_named_and_retried():
-    d = dr.make_drill("speedup", "classroom")                 # E[N] = 1.65, speedup 1.571
-    g = dr.grade(d, "1.65", final=False)
+    d = drills.make_drill("speedup", "classroom")  # E[N] = 1.65, speedup 1.571
+    g = drills.grade(d, "1.65", final=False)
     assert g.valid and not g.correct and not g.final and "before dividing by the cost" in g.mistake
-    assert "1.571" not in g.message and dr.RETRY_TEXT in g.message
-    shown = dr.grade(d, "1.65")
+    assert "1.571" not in g.message and drills.RETRY_TEXT in g.message
+    shown = drills.grade(d, "1.65")
     assert shown.final and shown.message.startswith("Not quite: the answer is 1.571.") and g.mistake in shown.message
 
 
@@ -450,11 +451,11 @@ def test_each_kind_has_mistakes_and_each_distinct_one_is_recognised(kind):
     first one it matches), and never when the value would pass as the answer."""
     found = 0
     for seed in SEEDS:
-        d = dr.make_drill(kind, seed)
+        d = drills.make_drill(kind, seed)
         for m in mistakes(kind, d.params):
-            why = dr.diagnose(d, _typed(m.value))
-            if dr.grade(d, _typed(m.value)).correct:
-                assert why == ""                              # a mistake equal to the answer is no mistake
+            why = drills.diagnose(d, _typed(m.value))
+            if drills.grade(d, _typed(m.value)).correct:
+                assert why == ""  # a mistake equal to the answer is no mistake
             else:
                 assert why, (seed, m)
                 found += 1
@@ -466,17 +467,18 @@ def test_right_answers_and_far_off_numbers_get_no_diagnosis(kind):
     """Negative controls: the right answer is never called a mistake, and a number far from every mistake gets
     the plain message."""
     for seed in SEEDS:
-        d = dr.make_drill(kind, seed)
-        assert dr.diagnose(d, _typed(d.answer())) == ""
+        d = drills.make_drill(kind, seed)
+        assert drills.diagnose(d, _typed(d.answer())) == ""
         if d.answer_type != "choice":
-            g = dr.grade(d, "987", final=False)
-            assert g.mistake == "" and g.message == f"Not quite. {dr.RETRY_TEXT}"
+            g = drills.grade(d, "987", final=False)
+            assert g.mistake == "" and g.message == f"Not quite. {drills.RETRY_TEXT}"
 
 
 def test_v_equal_one_assumed_is_only_a_mistake_when_v_is_not_one():
-    d = dr.Drill("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 3.5})     # the seed's slowdown case
-    assumed = 3.3616 / 1.2                                                      # v = 1: 2.80
-    assert "v = 1 assumed" in dr.diagnose(d, f"{assumed:.3f}")
-    same = dr.Drill("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 1.0})
-    assert not any("v = 1" in m.looks_like for m in mistakes("speedup", same.params)
-                   if dr.diagnose(same, _typed(m.value)))
+    d = drills.Drill("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 3.5})  # the seed's slowdown case
+    assumed = 3.3616 / 1.2  # v = 1: 2.80
+    assert "v = 1 assumed" in drills.diagnose(d, f"{assumed:.3f}")
+    same = drills.Drill("speedup", {"alpha": 0.8, "gamma": 4, "c": 0.05, "v": 1.0})
+    assert not any(
+        "v = 1" in m.looks_like for m in mistakes("speedup", same.params) if drills.diagnose(same, _typed(m.value))
+    )

@@ -12,7 +12,7 @@ import pytest
 from engines.client import ALLOW_ENV, Endpoint, EngineError, chat, recognise, scrape
 from engines.embedded import EmbeddedServer, Mode, shared_server
 from engines.workload import Workload, measured_for, run_embedded, table
-from specdec_core import algebra as alg
+from specdec_core import algebra
 from specdec_core.repeats import gap_parts
 from specdec_core.vllm_counts import SpecDecodeCounts
 
@@ -42,7 +42,7 @@ def test_alpha_j_from_per_position_counters_reproduce_mean_length(result):
     a = c.conditional_alphas()
     assert a.shape == (3,) and not any(x != x for x in a[: 1])
     filled = [0.0 if x != x else float(x) for x in a]
-    assert alg.expected_tokens_positional(filled) == pytest.approx(c.mean_acceptance_length(), abs=1e-12)
+    assert algebra.expected_tokens_positional(filled) == pytest.approx(c.mean_acceptance_length(), abs=1e-12)
 
 
 def test_greedy_output_is_the_same_with_and_without_speculation(result):

@@ -13,7 +13,7 @@ import math
 import pytest
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from specdec_core import vllm_metrics as vm
+from specdec_core import vllm_metrics
 from specdec_core.vllm_counts import SpecDecodeCounts, difference
 
 
@@ -63,7 +63,7 @@ def trtllm_stats(iterations: list[tuple[int, int, int]], as_strings: bool = Fals
 # ------------------------------------------------------------------------------------------------ llama.cpp --
 def test_llamacpp_scrape_reads_as_vllms_counts_by_hand():
     """10 drafts of 3: 6 with >=1 accepted, 4 with >=2, 1 with 3 -> accepted 11; E[N] = 2.1; alpha = .6, 4/6, 1/4."""
-    c = vm.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]), engine="llamacpp")
+    c = vllm_metrics.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]), engine="llamacpp")
     assert (c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens, c.accepted_per_position) == (10, 30, 11, (6, 4, 1))
     assert c.mean_acceptance_length() == pytest.approx(2.1)
     assert c.conditional_alphas() == pytest.approx([0.6, 4 / 6, 0.25])
@@ -73,19 +73,19 @@ def test_llamacpp_scrape_reads_as_vllms_counts_by_hand():
 def test_llamacpp_scrape_is_not_read_as_vllm_and_back():
     """The prefix matters: a llama.cpp scrape has no vllm: counters, and the other way round."""
     with pytest.raises(ValueError, match="No vllm:spec_decode_num"):
-        vm.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]))
+        vllm_metrics.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]))
     with pytest.raises(ValueError, match="Unknown engine"):
-        vm.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]), engine="tgi")
+        vllm_metrics.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]), engine="tgi")
 
 
 def test_llamacpp_before_any_draft_is_zero_with_empty_ok():
     """A fresh server exports the totals at 0 and no per-position lines: zero counts for the 'before' scrape."""
     text = llamacpp_scrape(0, 0, 0, [])
     with pytest.raises(ValueError):
-        vm.parse_prometheus(text, engine="llamacpp")
-    zero = vm.parse_prometheus(text, engine="llamacpp", empty_ok=True)
+        vllm_metrics.parse_prometheus(text, engine="llamacpp")
+    zero = vllm_metrics.parse_prometheus(text, engine="llamacpp", empty_ok=True)
     assert (zero.num_drafts, zero.num_draft_tokens, zero.num_accepted_tokens) == (0, 0, 0)
-    after = vm.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]), engine="llamacpp")
+    after = vllm_metrics.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]), engine="llamacpp")
     assert difference(after, zero) == after
 
 
@@ -101,18 +101,18 @@ def test_llamacpp_before_any_draft_is_zero_with_empty_ok():
 ])
 def test_malformed_llamacpp_scrapes_are_refused(text, message):
     with pytest.raises(ValueError, match=message):
-        vm.parse_prometheus(text, engine="llamacpp")
+        vllm_metrics.parse_prometheus(text, engine="llamacpp")
 
 
 def test_llamacpp_timings():
     timings = {"predicted_n": 32, "draft_n": 24, "draft_n_accepted": 20}
-    assert vm.parse_llamacpp_timings({"timings": timings}) == (24, 20)
-    assert vm.parse_llamacpp_timings({"timings": {"predicted_n": 32}}) == (0, 0)
+    assert vllm_metrics.parse_llamacpp_timings({"timings": timings}) == (24, 20)
+    assert vllm_metrics.parse_llamacpp_timings({"timings": {"predicted_n": 32}}) == (0, 0)
     for bad, message in [({"timings": {"draft_n": 3, "draft_n_accepted": 4}}, "impossible"),
                          ({"timings": {"draft_n": -1}}, "whole number"), ({"choices": []}, "no 'timings'"),
                          ([], "timings")]:
         with pytest.raises(ValueError, match=message):
-            vm.parse_llamacpp_timings(bad)
+            vllm_metrics.parse_llamacpp_timings(bad)
 
 
 # ---------------------------------------------------------------------------------------------- differencing --
@@ -136,10 +136,10 @@ def test_difference_that_does_not_add_up_is_refused():
 
 # ------------------------------------------------------------------------------------------------- SGLang --
 def test_sglang_gauges_are_interval_averages():
-    r = vm.parse_sglang(sglang_scrape({"meta-llama/Llama-3.1-8B": (2.9, 0.27)}))
+    r = vllm_metrics.parse_sglang(sglang_scrape({"meta-llama/Llama-3.1-8B": (2.9, 0.27)}))
     assert (r.mean_acceptance_length, r.acceptance_rate, r.per_position_rates) == (pytest.approx(2.9),
                                                                                    pytest.approx(0.27), ())
-    old = vm.parse_sglang(sglang_scrape({"m": (1.8, None)}))
+    old = vllm_metrics.parse_sglang(sglang_scrape({"m": (1.8, None)}))
     assert old.mean_acceptance_length == pytest.approx(1.8) and math.isnan(old.acceptance_rate)
 
 
@@ -152,18 +152,18 @@ def test_sglang_gauges_are_interval_averages():
 ])
 def test_malformed_sglang_scrapes_are_refused(text, message):
     with pytest.raises(ValueError, match=message):
-        vm.parse_sglang(text)
+        vllm_metrics.parse_sglang(text)
 
 
 # -------------------------------------------------------------------------------------------- TensorRT-LLM --
 def test_trtllm_iterations_sum_to_totals():
     """Two iterations: (4 requests, 12 drafted, 7 accepted) + (2, 6, 5) -> 6 drafts, 18, 12; E[N] = 3."""
     for as_strings in (False, True):
-        c = vm.parse_trtllm(trtllm_stats([(4, 12, 7), (0, 0, 0), (2, 6, 5)], as_strings))
+        c = vllm_metrics.parse_trtllm(trtllm_stats([(4, 12, 7), (0, 0, 0), (2, 6, 5)], as_strings))
         assert (c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens) == (6, 18, 12)
         assert c.mean_acceptance_length() == pytest.approx(3.0) and c.acceptance_rate() == pytest.approx(12 / 18)
         assert c.gamma == 0 and c.conditional_alphas().size == 0 and c.as_dict()["conditional_alphas"] == []
-    assert vm.parse_trtllm("[]").num_drafts == 0
+    assert vllm_metrics.parse_trtllm("[]").num_drafts == 0
 
 
 @pytest.mark.parametrize("text, message", [
@@ -178,9 +178,9 @@ def test_trtllm_iterations_sum_to_totals():
 ])
 def test_malformed_trtllm_stats_are_refused(text, message):
     with pytest.raises(ValueError, match=message):
-        vm.parse_trtllm(text)
+        vllm_metrics.parse_trtllm(text)
 
 
 def test_oversized_text_is_refused_before_parsing():
     with pytest.raises(ValueError, match="not a metrics page"):
-        vm.parse_prometheus("#" * (vm.MAX_TEXT + 1), engine="llamacpp")
+        vllm_metrics.parse_prometheus("#" * (vllm_metrics.MAX_TEXT + 1), engine="llamacpp")

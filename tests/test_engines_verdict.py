@@ -10,7 +10,7 @@ import pytest
 
 from engines.client import Completion
 from engines.workload import SideRun, Workload, WorkloadResult, measured_for
-from specdec_core import algebra as alg
+from specdec_core import algebra
 from specdec_core.pays import speedup_with_empty_rounds
 from specdec_core.repeats import summarise_repeats
 from specdec_core.vllm_counts import SpecDecodeCounts
@@ -31,7 +31,7 @@ def test_prediction_counts_rounds_that_drafted_nothing() -> None:
 
     r = _result()
     a = r.pooled.conditional_alphas()
-    old = alg.speedup_positional(a, 0.0, 1.0)
+    old = algebra.speedup_positional(a, 0.0, 1.0)
     new = speedup_with_empty_rounds(a, 0.0, 1.0, 0.75)
     assert r.summary.predicted.median == pytest.approx(old)        # the table's number ignores the empty passes
     assert new < old
@@ -41,9 +41,9 @@ def test_prediction_counts_rounds_that_drafted_nothing() -> None:
 
 
 def test_the_page_shows_the_prediction_and_a_verdict(app_test, monkeypatch) -> None:
-    import ui.engines.panel as ep
+    from ui.engines import panel
 
-    monkeypatch.setattr(ep, "run_embedded", lambda mode, work: _result())
+    monkeypatch.setattr(panel, "run_embedded", lambda mode, work: _result())
     at = app_test("views/engines.py", kind="n-gram lookup (ngram-simple)", gamma="4")
     next(b for b in at.button if b.label == "Run the workload").click().run()
     assert not at.exception, [e.value for e in at.exception]

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from specdec_core import h200_run as h200
-from specdec_core import roofline as rl
-from specdec_core import steptime as stp
+from specdec_core import roofline, steptime
 
 
 def raw() -> dict:
@@ -41,29 +40,31 @@ def test_measured_knee_is_far_past_the_ridge_and_the_pure_roofline():
     assert (flat_until, knee) == (4096, 8192)             # v(16, 256) = 1.12 < 1.25 <= v(32, 256) = 1.55
     assert np.all(pts.v[pts.per_pass <= flat_until] < h200.KNEE_V)
     pure, costed = h200.model_knee(pts, with_costs=False), h200.model_knee(pts, with_costs=True)
-    assert pure is not None and pure <= 2 * rl.ridge(rl.HARDWARE["H200 SXM"])   # the roofline: near the ridge
-    assert costed is not None and costed >= 16 * pure                           # a fixed cost moves it far out
+    assert pure is not None and pure <= 2 * roofline.ridge(
+        roofline.HARDWARE["H200 SXM"]
+    )  # the roofline: near the ridge
+    assert costed is not None and costed >= 16 * pure  # a fixed cost moves it far out
     assert knee >= 16 * pure
 
 
 def test_flat_and_knee_on_made_up_points():
     def pts(v):
-        return h200.VerifyPoints(np.array([2, 4, 8]), np.array([1, 1, 1]), np.array(v, dtype=float),
-                                 np.ones(3), 32)
+        return h200.VerifyPoints(np.array([2, 4, 8]), np.array([1, 1, 1]), np.array(v, dtype=float), np.ones(3), 32)
+
     assert h200.flat_and_knee(pts([1.0, 1.3, 2.0])) == (2, 4)
-    assert h200.flat_and_knee(pts([1.0, 1.1, 1.2])) == (8, None)          # never reached
+    assert h200.flat_and_knee(pts([1.0, 1.1, 1.2])) == (8, None)  # never reached
     assert h200.flat_and_knee(pts([1.0, 1.1, 1.2]), threshold=1.15) == (4, 8)
 
 
 def test_models_are_the_step_time_model_at_the_same_points():
     pts = h200.verify_points()
-    hw = rl.achievable(rl.HARDWARE["H200 SXM"])
+    hw = roofline.achievable(roofline.HARDWARE["H200 SXM"])
     i = int(np.flatnonzero((pts.tokens == 32) & (pts.batch == 8))[0])
-    ver = stp.step_time(h200.SMOLLM2_135M, hw, "bf16", 8, 32, 256).total_s
-    dec = stp.step_time(h200.SMOLLM2_135M, hw, "bf16", 8, 1, 256).total_s
+    ver = steptime.step_time(h200.SMOLLM2_135M, hw, "bf16", 8, 32, 256).total_s
+    dec = steptime.step_time(h200.SMOLLM2_135M, hw, "bf16", 8, 1, 256).total_s
     assert h200.model_v(pts, with_costs=False)[i] == pytest.approx(float(ver / dec), rel=1e-12)
     costed = h200.model_v(pts, with_costs=True)
-    assert costed[i] < h200.model_v(pts, with_costs=False)[i]              # a fixed cost flattens v
+    assert costed[i] < h200.model_v(pts, with_costs=False)[i]  # a fixed cost flattens v
     assert np.all(costed >= 1.0 - 1e-12)
 
 

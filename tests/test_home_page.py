@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from content import interview_content as ic
+from content import interview_content
 
 
 def test_home_shows_the_same_thirty_second_answer_as_the_interview_page(app_test):
     home = app_test("views/home.py")
     assert not home.exception, [e.value for e in home.exception]
     interview = app_test("views/interview.py", part="30-second")
-    assert [i.value for i in home.info] == [ic.THIRTY_SECOND_ANSWER] == [interview.info[0].value]
+    assert [i.value for i in home.info] == [interview_content.THIRTY_SECOND_ANSWER] == [interview.info[0].value]
     links = [(pl.proto.page, pl.proto.query_string) for pl in home.get("page_link")]
     assert ("interview", "part=30-second") in links
 

@@ -22,7 +22,7 @@ from doubles import streamlit_server
 
 from gpu_demo.decode import autoregressive, speculative
 from gpu_demo.drafters import ModelDrafter
-from gpu_demo.live import queue as lq
+from gpu_demo.live import queue
 from gpu_demo.live.queue import TurnQueue
 from gpu_demo.models.char import CharConfig, CharTransformer, WindowConfig, WindowMLP
 from gpu_demo.sampler import SamplingConfig
@@ -174,13 +174,13 @@ def test_cpu_runs_decode_on_one_thread_and_restore_the_count_after_overlapping_r
     old = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        with lq.decode_threads("cpu"):
-            assert torch.get_num_threads() == lq.CPU_DECODE_THREADS == 1
-            with lq.decode_threads("cpu"):
+        with queue.decode_threads("cpu"):
+            assert torch.get_num_threads() == queue.CPU_DECODE_THREADS == 1
+            with queue.decode_threads("cpu"):
                 assert torch.get_num_threads() == 1
             assert torch.get_num_threads() == 1  # the outer run is still decoding
         assert torch.get_num_threads() == 2
-        with lq.decode_threads("cuda"):  # the GPU path leaves the CPU thread count alone
+        with queue.decode_threads("cuda"):  # the GPU path leaves the CPU thread count alone
             assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(old)

@@ -16,8 +16,8 @@ import pytest
 from live_support import ALPHABET, BAD_CHARS
 
 from gpu_demo.measure.stats import alpha_per_position, overall_alpha
-from specdec_core import algebra as alg
-from ui.live import export as lx
+from specdec_core import algebra
+from ui.live import export
 from ui.live.panel import measure_record, sweep_results
 from ui.live.tokens import TARGET_STYLE
 from ui.theme import KIND_STYLE
@@ -55,7 +55,7 @@ def test_short_run_shows_measured_panel_and_race(app_test):
     v = sum(e.verify_s for e in rec.events) / len(rec.events) / t_base
     filled = [0.0 if math.isnan(a) else a for a in alphas]
     assert m.c == pytest.approx(c) and m.v == pytest.approx(v)
-    assert m.predicted_speedup == pytest.approx(alg.speedup_positional(filled, c, v))
+    assert m.predicted_speedup == pytest.approx(algebra.speedup_positional(filled, c, v))
     assert metrics["predicted speedup"] == f"{m.predicted_speedup:.2f}x"
     assert metrics["tokens per target pass"] == f"{40 / len(rec.events):.2f}"
     measured = (sum(rec.base_wall) / 40) / (sum(rec.spec_wall) / 40)
@@ -141,12 +141,12 @@ def test_export_json_and_csv(app_test):
     at = run_page(app_test)
     rec = at.session_state["live_rec"]
     m = measure_record(rec)
-    doc = json.loads(lx.run_json(rec, m, lx.versions()))
+    doc = json.loads(export.run_json(rec, m, export.versions()))
     assert doc["settings"]["gamma"] == 3 and doc["settings"]["max_new"] == 40
     assert "cpu" in doc["device"] and doc["versions"]["torch"]
     assert len(doc["speculative"]["events"]) == len(rec.events)
     assert sum(len(e["emitted"]) for e in doc["autoregressive"]["events"]) == 40
-    rows = list(csv.DictReader(io.StringIO(lx.metrics_csv(m))))
+    rows = list(csv.DictReader(io.StringIO(export.metrics_csv(m))))
     values = {r["metric"]: r["value"] for r in rows if not r["position"]}
     assert float(values["predicted_speedup"]) == pytest.approx(m.predicted_speedup)
     assert sum(1 for r in rows if r["metric"] == "alpha_j") == 3
@@ -188,7 +188,7 @@ def test_sweep_runs_gamma_one_to_eight(app_test):
         for r in runs:
             assert r.tokens == 24 and math.isfinite(r.predicted_speedup) and math.isfinite(r.measured_speedup)
             assert r.predicted_speedup == pytest.approx(
-                alg.speedup_positional([0.0 if math.isnan(a) else a for a in r.alphas], r.c, r.v))
+                algebra.speedup_positional([0.0 if math.isnan(a) else a for a in r.alphas], r.c, r.v))
         measured = sorted(r.measured_speedup for r in runs)
         assert (summary.measured.lo, summary.measured.hi) == pytest.approx(measured)
         assert counts.num_draft_tokens == sum(e.k for rep in srec.by_gamma()[g] for e in rep.events)
@@ -206,17 +206,17 @@ def test_sweep_runs_gamma_one_to_eight(app_test):
 
 def test_reruns_and_sessions_load_the_model_once(app_test, monkeypatch):
     """Two sessions and several reruns call the loader once: one cached Pair, no per-rerun model copies."""
-    from gpu_demo import pairs as gp
+    from gpu_demo import pairs
     from ui.live import pairs as lpairs
 
     calls = []
-    real_load = gp.load_pair
+    real_load = pairs.load_pair
 
     def counting_load(*args, **kwargs):
         calls.append(args)
         return real_load(*args, **kwargs)
 
-    monkeypatch.setattr(gp, "load_pair", counting_load)
+    monkeypatch.setattr(pairs, "load_pair", counting_load)
     lpairs.shared_pair.clear()
     a = run_page(app_test)
     b = run_page(app_test, seed="3")

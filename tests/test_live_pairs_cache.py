@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 from live_support import build_tiny_pair
 
-from gpu_demo import pairs as gp
+from gpu_demo import pairs
 from gpu_demo.models import smollm2
 from ui.live import pairs as lpairs
 
 
-def _fake_pair(name: str) -> gp.Pair:
-    return gp.Pair(name, types.SimpleNamespace(), types.SimpleNamespace(), types.SimpleNamespace(), "cpu")
+def _fake_pair(name: str) -> pairs.Pair:
+    return pairs.Pair(name, types.SimpleNamespace(), types.SimpleNamespace(), types.SimpleNamespace(), "cpu")
 
 
 def test_cycling_every_pair_twice_loads_each_once(monkeypatch):
@@ -36,15 +36,15 @@ def test_cycling_every_pair_twice_loads_each_once(monkeypatch):
         calls.append((name, device))
         return _fake_pair(name)
 
-    monkeypatch.setattr(gp, "load_pair", load)
-    monkeypatch.setattr(gp, "warm_up", lambda pair: 0.0)
+    monkeypatch.setattr(pairs, "load_pair", load)
+    monkeypatch.setattr(pairs, "warm_up", lambda pair: 0.0)
     lpairs.shared_pair.clear()
     try:
         for _ in range(2):
             for device in ("cpu", "cuda"):
-                for name in gp.PAIRS:
+                for name in pairs.PAIRS:
                     assert lpairs.get_pair(name, device).error is None
-        assert sorted(calls) == sorted((n, d) for n in gp.PAIRS for d in ("cpu", "cuda"))  # no reload
+        assert sorted(calls) == sorted((n, d) for n in pairs.PAIRS for d in ("cpu", "cuda"))  # no reload
     finally:
         lpairs.shared_pair.clear()
 
@@ -64,7 +64,7 @@ def _fake_smol(loads: list[object], packs: list[int] | None = None, hold: Callab
 
 
 def test_both_smollm2_pairs_share_one_target_loaded_once(monkeypatch):
-    import gpu_demo.training.smollm2_draft as sd
+    from gpu_demo.training import smollm2_draft
 
     loads: list[object] = []
     packs: list[int] = []
@@ -81,14 +81,14 @@ def test_both_smollm2_pairs_share_one_target_loaded_once(monkeypatch):
 
     def ask(name: str) -> None:
         both_in.wait(10)  # both threads call load_pair now: the first load starts after both have
-        got[name] = gp.load_pair(name, "cpu")
+        got[name] = pairs.load_pair(name, "cpu")
 
     monkeypatch.setattr(smollm2, "load_smollm2", _fake_smol(loads, packs, hold))
     monkeypatch.setattr(smollm2, "_TARGETS", {})
     draft = types.SimpleNamespace(num_params=lambda: 1, max_seq_len=2048)
-    monkeypatch.setattr(sd, "load_draft", lambda target, max_len=2048: draft)
+    monkeypatch.setattr(smollm2_draft, "load_draft", lambda target, max_len=2048: draft)
     monkeypatch.setattr(smollm2, "ModelDrafter", lambda model, name: types.SimpleNamespace(model=model))
-    got: dict[str, gp.Pair] = {}
+    got: dict[str, pairs.Pair] = {}
     threads = [threading.Thread(target=ask, args=(n,)) for n in ("smollm2-lookup", "smollm2-draft")]
     for t in threads:
         t.start()
@@ -96,7 +96,7 @@ def test_both_smollm2_pairs_share_one_target_loaded_once(monkeypatch):
         t.join(10)
     assert len(loads) == 1, loads  # one load, though both pairs asked at once
     assert got["smollm2-lookup"].target is got["smollm2-draft"].target
-    gp.load_pair("smollm2-lookup", "cpu", max_len=512)  # another cache length is another target
+    pairs.load_pair("smollm2-lookup", "cpu", max_len=512)  # another cache length is another target
     assert len(loads) == 2
     assert packs == [2048, 512]  # each loaded target packed once (for a CPU's verify passes), shared after
 
@@ -157,5 +157,5 @@ def test_each_kind_of_damage_names_its_file(damaged_assets, name, content, words
         path.write_bytes(content)
     sp = lpairs.get_pair("builtin", "cpu")
     assert sp.pair is None and str(path) in sp.error and words in sp.error
-    with pytest.raises(gp.DamagedFile, match=str(path)):  # the CLI's loader says the same
-        gp.load_pair("builtin", "cpu", assets=damaged_assets)
+    with pytest.raises(pairs.DamagedFile, match=str(path)):  # the CLI's loader says the same
+        pairs.load_pair("builtin", "cpu", assets=damaged_assets)

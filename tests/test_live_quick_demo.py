@@ -9,7 +9,7 @@ import time
 
 from gpu_demo.live.prompts import CHAT_PRESETS, PRESETS
 from specdec_core.repeats import MIN_ROUNDS
-from ui.live import controls as lc
+from ui.live import controls
 
 PAGE = "views/live.py"
 
@@ -23,9 +23,9 @@ def test_quick_demo_runs_at_once_and_shows_a_speedup(app_test):
     print(f"quick demo: {time.perf_counter() - t0:.1f} s in AppTest")  # reported, not asserted
     assert not at.exception, at.exception
     rec = at.session_state["live_rec"]
-    quick = lc.quick_settings(rec.settings.pair)
+    quick = controls.quick_settings(rec.settings.pair)
     assert rec.status == "done" and rec.settings.repeats == quick["repeats"] and rec.settings.greedy
-    assert rec.settings.pair == lc.quick_pair("cpu") and rec.settings.max_new == quick["maxnew"]
+    assert rec.settings.pair == controls.quick_pair("cpu") and rec.settings.max_new == quick["maxnew"]
     metrics = {m.label: m.value for m in at.metric}
     print(f"quick demo on {rec.settings.pair}: measured {metrics['measured speedup']}, "
           f"predicted {metrics['predicted speedup']}")
@@ -37,8 +37,8 @@ def test_quick_demo_runs_at_once_and_shows_a_speedup(app_test):
 
 
 def test_quick_demo_leads_with_a_real_lm_on_the_edit_task(app_test):
-    assert lc.quick_pair("cpu") == "smollm2-lookup"       # SmolLM2 is a test dependency (tests/test_smollm2.py)
-    assert lc.quick_settings("smollm2-lookup")["preset"] == "copy-heavy"
+    assert controls.quick_pair("cpu") == "smollm2-lookup"       # SmolLM2 is a test dependency (tests/test_smollm2.py)
+    assert controls.quick_settings("smollm2-lookup")["preset"] == "copy-heavy"
     at = app_test(PAGE, timeout=240)
     at.button(key="quick_btn").click().run()
     assert not at.exception, at.exception
@@ -64,8 +64,8 @@ def test_full_race_is_one_click_and_runs_three_repeats(app_test):
     at.button(key="full_btn").click().run()
     assert not at.exception, at.exception
     rec = at.session_state["live_rec"]
-    assert rec.status == "done" and rec.settings.repeats == lc.FULL["repeats"]
-    assert rec.settings.max_new == lc.FULL["maxnew"]
+    assert rec.status == "done" and rec.settings.repeats == controls.FULL["repeats"]
+    assert rec.settings.max_new == controls.FULL["maxnew"]
 
 
 def test_the_copy_heavy_preset_takes_the_form_for_the_pair(app_test):

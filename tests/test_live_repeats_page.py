@@ -14,9 +14,9 @@ import statistics
 import pytest
 
 from gpu_demo.measure.stats import measure_events
-from specdec_core import measure as ms
+from specdec_core import measure
 from specdec_core.repeats import summarise_repeats
-from ui.live import panel as lp
+from ui.live import panel
 
 PAGE = "views/live.py"
 
@@ -100,10 +100,10 @@ def test_one_token_race_says_why_there_is_no_prediction(app_test):
     assert "nan" not in text.lower().replace("nanos", "")
 
 
-def _hand(**kw) -> ms.Measured:
+def _hand(**kw) -> measure.Measured:
     """gamma 2, two rounds: E[N] 2, c 0.1, v 1.2, t_T 0.1 s; wall 0.65 s per round, baseline 0.12 s per token."""
     base_wall = kw.pop("base_wall", 0.12)
-    return ms.summarise(2, [2, 2], [2, 0], [3, 1], [0.02, 0.02], [0.12, 0.12], [0.6, 0.7], [0.1] * 4,
+    return measure.summarise(2, [2, 2], [2, 0], [3, 1], [0.02, 0.02], [0.12, 0.12], [0.6, 0.7], [0.1] * 4,
                         [base_wall] * 4)
 
 
@@ -132,7 +132,7 @@ def _hand(**kw) -> ms.Measured:
         "match-by-cancelling"])
 def test_gap_sentence_is_right_in_every_case(runs, says, never):
     pooled = runs[0] if len(runs) == 1 else dataclasses.replace(_hand(), measured_speedup=1.3, predicted_speedup=1.4)
-    text = lp.gap_sentence(pooled, summarise_repeats(runs))
+    text = panel.gap_sentence(pooled, summarise_repeats(runs))
     for phrase in says:
         assert phrase in text, (phrase, text)
     for phrase in never:
@@ -141,20 +141,20 @@ def test_gap_sentence_is_right_in_every_case(runs, says, never):
 
 
 def test_stopped_sweep_keeps_and_shows_its_partial_results(app_test):
-    from gpu_demo.live import runner as lr
+    from gpu_demo.live import runner
     from ui.live import pairs as lpairs
 
     at = app_test(PAGE, timeout=240, maxnew="20", gamma="3", seed="7", repeats="2")
     settings = at.session_state["live_settings"]
     sp = lpairs.get_pair(settings.pair, settings.device)
-    srec = lr.SweepRecord(settings, list(range(1, 9)))
+    srec = runner.SweepRecord(settings, list(range(1, 9)))
 
-    def stop_in_third_pair(r: lr.SweepRecord) -> None:
+    def stop_in_third_pair(r: runner.SweepRecord) -> None:
         if len(r.runs) == 3 and r.runs[2].events:
             raise KeyboardInterrupt("stand-in for Streamlit's stop")
 
     with pytest.raises(KeyboardInterrupt):
-        lr.run_sweep(sp, srec, lr.validate(sp, settings), lambda _: None, lambda f, w: None, stop_in_third_pair)
+        runner.run_sweep(sp, srec, runner.validate(sp, settings), lambda _: None, lambda f, w: None, stop_in_third_pair)
     assert sp.queue.length() == 0 and srec.status == "stopped"
     at.session_state["live_sweep"] = srec
     at.run()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpu_demo.live import runner as lr
+from gpu_demo.live import runner
 from gpu_demo.live.queue import TurnQueue
 from gpu_demo.models.smollm2 import MARKUP_NAMES
 from gpu_demo.pairs import load_pair
@@ -20,26 +20,26 @@ PROMPT = "Say just the word: yes"          # greedy SmolLM2 answers in a few tok
 
 
 @pytest.fixture(scope="module")
-def sp() -> lr.SharedPair:
+def sp() -> runner.SharedPair:
     pair = load_pair("smollm2-lookup", torch.device("cpu"), max_len=256)
-    return lr.SharedPair("smollm2-lookup", "cpu", pair, None, 0.0, TurnQueue())
+    return runner.SharedPair("smollm2-lookup", "cpu", pair, None, 0.0, TurnQueue())
 
 
-def _settings(**kw) -> lr.Settings:
+def _settings(**kw) -> runner.Settings:
     base = dict(pair="smollm2-lookup", device="cpu", prompt=PROMPT, gamma=3, greedy=True, temperature=1.0,
                 top_k=0, top_p=1.0, draft_apart=False, d_temperature=1.0, d_top_k=0, d_top_p=1.0,
                 max_new=MAX_NEW, seed=1, repeats=1)
-    return lr.Settings(**{**base, **kw})
+    return runner.Settings(**{**base, **kw})
 
 
-def _race(sp: lr.SharedPair, s: lr.Settings) -> lr.RunRecord:
-    rec = lr.RunRecord(s, "cpu", lr.validate(sp, s))
-    lr.run_race(sp, rec, lambda _: None, lambda _: None, lambda _: None)
+def _race(sp: runner.SharedPair, s: runner.Settings) -> runner.RunRecord:
+    rec = runner.RunRecord(s, "cpu", runner.validate(sp, s))
+    runner.run_race(sp, rec, lambda _: None, lambda _: None, lambda _: None)
     assert rec.status == "done"
     return rec
 
 
-def _shown(sp: lr.SharedPair, tokens: list[int]) -> str:
+def _shown(sp: runner.SharedPair, tokens: list[int]) -> str:
     """What the page shows for these tokens: each token's piece, as views/live.py renders them."""
     return "".join(sp.pair.tokenizer.piece(t) for t in tokens)
 
@@ -51,7 +51,7 @@ def _assert_no_markup(text: str) -> None:
 def test_stop_set_is_the_templates_end_of_turn(sp):
     tok = sp.pair.tokenizer
     assert tok.stop_tokens[0] == tok.tk.token_to_id("<|im_end|>") == sp.pair.info["stop_tokens"][0]
-    assert set(lr.stop_tokens(sp)) == {tok.tk.token_to_id(m) for m in MARKUP_NAMES}
+    assert set(runner.stop_tokens(sp)) == {tok.tk.token_to_id(m) for m in MARKUP_NAMES}
     assert tok.piece(tok.stop_tokens[0]) == "[end of turn]"
 
 
@@ -59,8 +59,8 @@ def test_greedy_race_stops_at_end_of_turn_and_speculative_equals_plain(sp):
     rec = _race(sp, _settings())
     spec, base = rec.spec_tokens(), rec.base_tokens()
     assert spec == base                                   # both stop at the same token
-    assert len(spec) < MAX_NEW and spec[-1] in lr.stop_tokens(sp)   # ended by the turn, not the length limit
-    assert not set(spec[:-1]) & set(lr.stop_tokens(sp))
+    assert len(spec) < MAX_NEW and spec[-1] in runner.stop_tokens(sp)   # ended by the turn, not the length limit
+    assert not set(spec[:-1]) & set(runner.stop_tokens(sp))
     _assert_no_markup(_shown(sp, spec))
     assert "yes" in sp.pair.tokenizer.reply(spec).lower()
 
@@ -70,7 +70,7 @@ def test_sampled_race_never_shows_markup(sp, seed):
     """At temperature 1 a reply may run to the limit or end early; either way no markup is reply text, and each
     side stops at its first markup token (a baseline that ran past it would print '<|im_start|>system')."""
     rec = _race(sp, _settings(greedy=False, seed=seed, max_new=32))
-    stops = set(lr.stop_tokens(sp))
+    stops = set(runner.stop_tokens(sp))
     for tokens in (rec.spec_tokens(), rec.base_tokens()):
         assert not set(tokens[:-1]) & stops
         _assert_no_markup(_shown(sp, tokens))

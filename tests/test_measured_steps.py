@@ -10,14 +10,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_core import roofline as rl
-from specdec_core import steptime as stp
+from specdec_core import roofline, steptime
 from specdec_core.algebra import expected_tokens, speedup
 from specdec_core.measured_steps import FITS, check_fit, measured_curve, measured_v
 
 FIT = FITS["vLLM, H100, Llama-3.1-8B + EAGLE"]
 BATCHES = [1, 64, 128, 256]
-TARGET, DRAFT, H100 = stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"]
+TARGET, DRAFT, H100 = (
+    steptime.SHAPES["Llama-3.1-8B"],
+    steptime.SHAPES["Llama-3.2-1B (draft)"],
+    roofline.HARDWARE["H100 SXM"],
+)
 
 
 def by_hand_v(batch: int, gamma: int = 3, context: int = 2048) -> float:
@@ -37,12 +40,13 @@ def test_measured_fit_v_reproduces_the_published_fit(batch: int, want: float) ->
 
 def test_plain_step_at_batch_1_is_the_measured_5_99_ms_against_the_models_4_56() -> None:
     assert float(measured_curve(FIT, 3, 0.8, 2048, 1).decode_s) * 1e3 == pytest.approx(5.99, abs=0.005)
-    assert float(stp.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, 1).decode_s) * 1e3 == \
-        pytest.approx(4.56, abs=0.005)
+    assert float(steptime.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, 1).decode_s) * 1e3 == pytest.approx(
+        4.56, abs=0.005
+    )
 
 
 def test_roofline_v_rises_too_late_against_the_fit() -> None:
-    model = stp.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, BATCHES)
+    model = steptime.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, BATCHES)
     np.testing.assert_allclose(model.v, [1.000, 1.006, 1.231, 1.451], atol=1e-3)
     fit_v = measured_v(FIT, 3, 2048, BATCHES)
     assert np.all(fit_v > model.v)
@@ -70,21 +74,21 @@ def test_bad_inputs_are_value_errors() -> None:
     with pytest.raises(ValueError, match="context"):
         measured_curve(FIT, 3, 0.8, -1, 1)
     with pytest.raises(ValueError, match="overlap"):
-        stp.Overheads(overlap=1.5)
+        steptime.Overheads(overlap=1.5)
     with pytest.raises(ValueError, match="fixed cost"):
-        stp.Overheads(fixed_s=-1.0)
+        steptime.Overheads(fixed_s=-1.0)
 
 
 def test_roofline_defaults_are_unchanged_by_the_overheads_option() -> None:
-    plain = stp.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, BATCHES)
-    same = stp.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, BATCHES, overheads=stp.Overheads())
+    plain = steptime.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, BATCHES)
+    same = steptime.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, BATCHES, overheads=steptime.Overheads())
     np.testing.assert_array_equal(plain.speedup, same.speedup)
 
 
 def test_fixed_cost_adds_the_sourced_host_overhead_to_every_pass() -> None:
-    o = stp.Overheads(fixed_s=FIT.overhead_s)
-    plain = stp.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, BATCHES)
-    fixed = stp.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, BATCHES, overheads=o)
+    o = steptime.Overheads(fixed_s=FIT.overhead_s)
+    plain = steptime.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, BATCHES)
+    fixed = steptime.spec_curve(TARGET, DRAFT, H100, "bf16", 3, 0.8, 2048, BATCHES, overheads=o)
     np.testing.assert_allclose(fixed.decode_s - plain.decode_s, FIT.overhead_s)
     np.testing.assert_allclose(fixed.draft_s - plain.draft_s, FIT.overhead_s)
     assert float(fixed.decode_s[0]) * 1e3 == pytest.approx(4.561 + 1.207, abs=0.002)
@@ -93,11 +97,11 @@ def test_fixed_cost_adds_the_sourced_host_overhead_to_every_pass() -> None:
 
 
 def test_imperfect_overlap_and_logits_traffic_only_add_time() -> None:
-    base = stp.step_time(TARGET, H100, "bf16", 256, 4, 2048)
-    serial = stp.step_time(TARGET, H100, "bf16", 256, 4, 2048, overheads=stp.Overheads(overlap=0.0))
+    base = steptime.step_time(TARGET, H100, "bf16", 256, 4, 2048)
+    serial = steptime.step_time(TARGET, H100, "bf16", 256, 4, 2048, overheads=steptime.Overheads(overlap=0.0))
     by_hand = sum(k.compute_s + k.memory_s for k in base.kernels)  # overlap 0: compute and memory in series
     np.testing.assert_allclose(serial.total_s, by_hand)
-    logit = stp.step_time(TARGET, H100, "bf16", 256, 4, 2048, overheads=stp.Overheads(logits=True))
+    logit = steptime.step_time(TARGET, H100, "bf16", 256, 4, 2048, overheads=steptime.Overheads(logits=True))
     extra = 256 * 4 * 128_256 * 8 / (H100.bandwidth)  # B T vocab x 8 bytes at the HBM bandwidth
     np.testing.assert_allclose(logit.total_s - base.total_s, extra, rtol=1e-9)
     assert len(logit.kernels) == 4 and len(base.kernels) == 3
@@ -114,7 +118,7 @@ def test_draft_round_grows_with_gamma_past_the_fitted_lengths() -> None:
     assert float(cur[16].c) == pytest.approx(float(cur[5].c), rel=1e-12)
     assert float(cur[8].c) >= float(cur[5].c) - 1e-15
     s8, s16 = float(cur[8].speedup), float(cur[16].speedup)
-    assert s8 < 3.0 and s16 < s8         # the flat 2.1 ms round gave 3.27x and 3.63x
+    assert s8 < 3.0 and s16 < s8  # the flat 2.1 ms round gave 3.27x and 3.63x
     assert cur[5].in_fit.all() and not cur[8].in_fit.any()
 
 

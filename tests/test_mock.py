@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from content import drill_text as dt
-from content import mock
+from content import drill_text, interview_content, mock
 
 
 def _wrong_answers(m: mock.MockSet) -> tuple[dict[str, str], dict[str, int | None]]:
@@ -20,7 +19,7 @@ def test_every_question_gets_its_solution_after_submit():
     assert len(r.items) == len(m.drills) + len(m.concepts)
     assert not any(i.correct for i in r.items)
     for d, item in zip(m.drills, r.items):
-        assert list(item.lines[-len(dt.solution(d)):]) == dt.solution(d)
+        assert list(item.lines[-len(drill_text.solution(d)):]) == drill_text.solution(d)
     for q, item in zip(m.concepts, r.items[len(m.drills):]):
         right = next(o for o in q.options if o.correct)
         assert any(right.text in line for line in item.lines)
@@ -31,7 +30,7 @@ def test_right_answers_are_marked_right():
     m = mock.mock_set("classroom")
     answers = {d.kind: str(d.answer()) for d in m.drills}
     picks = {q.key: next(i for i, o in enumerate(q.options) if o.correct) for q in m.concepts}
-    r = mock.score(m, answers, picks, phrases=len(mock.ic.KEY_PHRASES), seconds=60.0)
+    r = mock.score(m, answers, picks, phrases=len(interview_content.KEY_PHRASES), seconds=60.0)
     assert all(i.correct for i in r.items) and r.points == r.total
 
 

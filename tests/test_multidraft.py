@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from specdec_core import proof_cases as pc
+from specdec_core import proof_cases
 from specdec_core.multidraft import (
     IID,
     K_MAX,
@@ -112,7 +112,7 @@ def test_law_and_rank_probabilities_match_brute_force_enumeration(rule, v, k, se
 def test_without_replacement_at_the_page_limit_is_exact_and_follows_only_reachable_branches():
     """V = 16, k = 5 (the trees page's limit): the enumeration skips the rejection paths of probability 0 (a token
     already drawn, or one always kept), so it is fast; the law is still p to rounding and the ranks a distribution."""
-    p, q = pc.preset_pair("dirichlet", 16, 0)
+    p, q = proof_cases.preset_pair("dirichlet", 16, 0)
     law, ranks = multidraft_distribution(p, q, 5, WOR)
     np.testing.assert_allclose(law, p, atol=1e-15)
     assert np.all(ranks >= 0) and ranks.sum() < 1 and np.all(np.diff(np.cumsum(ranks)) >= 0)
@@ -121,7 +121,7 @@ def test_without_replacement_at_the_page_limit_is_exact_and_follows_only_reachab
 
 
 def test_the_wrong_variants_are_really_wrong_and_still_laws():
-    p, q = pc.preset_pair("q_sharper", 10)
+    p, q = proof_cases.preset_pair("q_sharper", 10)
     for rule in (NO_UPDATE, WOR_RATIO_Q):
         law = multidraft_distribution(p, q, 3, rule)[0]
         assert abs(law.sum() - 1.0) < 1e-14 and law.min() >= 0
@@ -132,17 +132,17 @@ def test_the_wrong_variants_are_really_wrong_and_still_laws():
 
 
 def test_ten_thousand_random_pairs_at_machine_precision():
-    p, q, _ = pc.random_pairs(10_000, seed=0)                           # V in 2..49
+    p, q, _ = proof_cases.random_pairs(10_000, seed=0)                           # V in 2..49
     r = exhaustive_multidraft_check(p, q, 4, IID)
     assert r["pairs"] == 10_000 and r["max_law_error"] < 1e-15
-    p, q, _ = pc.random_pairs(10_000, seed=1, v_hi=10)                  # enumeration: V <= 10, k = 3
+    p, q, _ = proof_cases.random_pairs(10_000, seed=1, v_hi=10)                  # enumeration: V <= 10, k = 3
     r = exhaustive_multidraft_check(p, q, 3, WOR)
     assert r["max_law_error"] < 1e-15
     assert r["mean_acceptance"] > exhaustive_multidraft_check(p, q, 3, IID)["mean_acceptance"]
 
 
 def test_acceptance_grows_with_k_and_without_replacement_accepts_more():
-    p, q = pc.preset_pair("q_sharper", 10)
+    p, q = proof_cases.preset_pair("q_sharper", 10)
     iid, wor = acceptance_by_k(p, q, 6, IID), acceptance_by_k(p, q, 6, WOR)
     assert iid[0] == pytest.approx(acceptance_rate(p, q), abs=1e-15) == wor[0]
     assert np.all(np.diff(iid) > 0) and np.all(np.diff(wor) > 0)
@@ -157,12 +157,12 @@ def test_acceptance_grows_with_k_and_without_replacement_accepts_more():
 
 
 def test_edges_identical_disjoint_one_hot_and_an_exhausted_pool():
-    p, _ = pc.preset_pair("identical", 6)
+    p, _ = proof_cases.preset_pair("identical", 6)
     with np.errstate(all="raise", under="ignore"):
         law, ranks = multidraft_distribution(p, p, 4, WOR)
     np.testing.assert_array_equal(ranks, [1.0, 0.0, 0.0, 0.0])
     np.testing.assert_allclose(law, p, atol=1e-16)
-    p, q = pc.preset_pair("disjoint", 8)
+    p, q = proof_cases.preset_pair("disjoint", 8)
     for rule in (IID, WOR):
         law, ranks = multidraft_distribution(p, q, 3, rule)
         np.testing.assert_allclose(law, p, atol=1e-16)
@@ -202,7 +202,7 @@ def test_bad_k_is_refused_naming_the_range(k, message):
 def test_bad_rule_and_too_large_enumeration_are_refused():
     with pytest.raises(ValueError, match="rule must be one of"):
         multidraft_distribution([0.5, 0.5], [0.5, 0.5], 2, "fast")
-    p, q, _ = pc.random_pairs(200, seed=0)
+    p, q, _ = proof_cases.random_pairs(200, seed=0)
     with pytest.raises(ValueError, match="batch x V\\^k must be at most"):
         multidraft_distribution(p, q, 5, WOR)
     with pytest.raises(ValueError, match="1-D"):
@@ -220,7 +220,7 @@ def _power(law, p, n=N_DRAWS, level=LEVEL):
     return stats.ncx2.sf(stats.chi2.isf(level, dof), dof, noncentrality)
 
 
-CASE = pc.preset_pair("q_sharper", 10)
+CASE = proof_cases.preset_pair("q_sharper", 10)
 
 
 @pytest.mark.parametrize("rule", [IID, WOR])

@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from specdec_core import algebra as alg
+from specdec_core import algebra
 from specdec_core.pays import empty_fraction, pay_reading, speedup_with_empty_rounds
 
 
 def test_no_empty_rounds_is_the_positional_speedup() -> None:
     a = [0.8, 0.6, 0.5]
-    assert speedup_with_empty_rounds(a, 0.1, 1.2, 0.0) == pytest.approx(alg.speedup_positional(a, 0.1, 1.2))
+    assert speedup_with_empty_rounds(a, 0.1, 1.2, 0.0) == pytest.approx(algebra.speedup_positional(a, 0.1, 1.2))
 
 
 def test_all_empty_rounds_is_plain_decoding() -> None:
@@ -27,8 +27,8 @@ def test_empty_rounds_cost_a_plain_step_and_yield_one_token() -> None:
     expected = (0.3 * en + 0.7 * 1) / (0.3 * 1.0 + 0.7 * 1)
     assert speedup_with_empty_rounds(a, 0.0, 1.0, f0) == pytest.approx(expected)
     # the old prediction ignored them and said E[N] / 1 = 1.94x; with 70 % empty rounds it is 1.28x
-    assert alg.speedup_positional(a, 0.0, 1.0) == pytest.approx(en)
-    assert speedup_with_empty_rounds(a, 0.0, 1.0, f0) < 0.7 * alg.speedup_positional(a, 0.0, 1.0)
+    assert algebra.speedup_positional(a, 0.0, 1.0) == pytest.approx(en)
+    assert speedup_with_empty_rounds(a, 0.0, 1.0, f0) < 0.7 * algebra.speedup_positional(a, 0.0, 1.0)
 
 
 def test_empty_fraction_counts_passes_without_a_draft() -> None:
@@ -43,7 +43,7 @@ def test_empty_rounds_only_dilute_the_verdict() -> None:
     assert not slow.pays and fast.pays
     assert 1.0 < fast.speedup < pay_reading([0.9, 0.8, 0.7], 0.05, 1.1).speedup
     assert slow.round_cost == pytest.approx(3 * 0.3 + 1.2) and slow.break_even_alpha is not None
-    assert alg.speedup(slow.break_even_alpha, 3, 0.3, 1.2) == pytest.approx(1.0, abs=1e-9)
+    assert algebra.speedup(slow.break_even_alpha, 3, 0.3, 1.2) == pytest.approx(1.0, abs=1e-9)
 
 
 def test_unreached_positions_count_as_zero_and_bad_input_is_refused() -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdec_core import mistakes as mk
-from specdec_core import proof_cases as pc
+from specdec_core import mistakes, proof_cases
 from specdec_core.mistakes import all_rules
 from specdec_core.multiposition import markov_example, position_alphas
 from specdec_core.rejection import acceptance_rate, total_variation
@@ -23,12 +22,12 @@ def _metric(at, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
-@pytest.mark.parametrize("preset", list(pc.PRESETS))
+@pytest.mark.parametrize("preset", list(proof_cases.PRESETS))
 def test_each_preset_renders_alpha_and_tv_from_the_core(app_test, preset):
     at = app_test(PAGE, preset=preset, vocab="12", n=FAST, section="all")
     _ok(at)
     assert at.session_state["proof.preset"] == preset
-    p, q = pc.preset_pair(preset, 12)
+    p, q = proof_cases.preset_pair(preset, 12)
     assert _metric(at, "alpha = sum min(p, q)") == f"{acceptance_rate(p, q):.4f}"
     assert _metric(at, "TV(p, q)") == f"{total_variation(p, q):.4f}"
     # the emitted law is p: shown error at rounding level
@@ -43,8 +42,8 @@ def test_each_preset_renders_alpha_and_tv_from_the_core(app_test, preset):
 def test_from_logits_mode_uses_the_sampling_settings(app_test):
     at = app_test(PAGE, preset="logits", vocab="8", seed="1", tT="0.6", tp="0.9", dT="0.8", dk="5", n=FAST)
     _ok(at)
-    z_p, z_q = pc.logits_pair(8, 1, 1.0)
-    case = pc.case_from_logits(z_p, z_q, (0.6, 50, 0.9), (0.8, 5, 1.0))
+    z_p, z_q = proof_cases.logits_pair(8, 1, 1.0)
+    case = proof_cases.case_from_logits(z_p, z_q, (0.6, 50, 0.9), (0.8, 5, 1.0))
     assert _metric(at, "alpha = sum min(p, q)") == f"{acceptance_rate(case.p, case.q):.4f}"
 
 
@@ -52,8 +51,10 @@ def test_greedy_from_logits_is_one_hot(app_test):
     for seed in ("0", "4"):
         at = app_test(PAGE, preset="logits", tT="0", dT="0", seed=seed, noise="3", n=FAST)
         _ok(at)
-        case = pc.case_from_logits(*pc.logits_pair(10, int(seed), 3.0), (0.0, 50, 1.0), (0.0, 50, 1.0))
-        assert set(case.p) == {0.0, 1.0} and set(case.q) == {0.0, 1.0}          # both one-hot
+        case = proof_cases.case_from_logits(
+            *proof_cases.logits_pair(10, int(seed), 3.0), (0.0, 50, 1.0), (0.0, 50, 1.0)
+        )
+        assert set(case.p) == {0.0, 1.0} and set(case.q) == {0.0, 1.0}  # both one-hot
         shown = _metric(at, "alpha = sum min(p, q)")
         assert shown == f"{acceptance_rate(case.p, case.q):.4f}" and shown in ("1.0000", "0.0000")
 
@@ -67,8 +68,18 @@ def test_changing_the_case_in_the_widget_updates_the_numbers(app_test):
 
 
 def test_sampling_table_flags_each_biased_mistake(app_test):
-    at = app_test(PAGE, preset="logits", vocab="8", seed="1", tT="0.6", tp="0.9", dT="0.8", dk="5",
-                  n="20000", mistake="raw_logits")
+    at = app_test(
+        PAGE,
+        preset="logits",
+        vocab="8",
+        seed="1",
+        tT="0.6",
+        tp="0.9",
+        dT="0.8",
+        dk="5",
+        n="20000",
+        mistake="raw_logits",
+    )
     _ok(at)
     table = at.dataframe[0].value
     verdict = dict(zip(table["rule"], table["verdict at 0.001"]))
@@ -76,7 +87,7 @@ def test_sampling_table_flags_each_biased_mistake(app_test):
     assert verdict[labels["correct"]] == "consistent with p"
     for name in ("resample_p", "raw_logits", "wrong_q"):
         assert verdict[labels[name]] == "rejects p", name
-    assert verdict[labels["naive_norm"]] == "consistent with p"     # the residual is not empty here
+    assert verdict[labels["naive_norm"]] == "consistent with p"  # the residual is not empty here
 
 
 def test_a_draw_where_p_is_zero_shows_in_words_not_inf(app_test):
@@ -88,7 +99,7 @@ def test_a_draw_where_p_is_zero_shows_in_words_not_inf(app_test):
     assert not any("inf" in str(x).replace("infinite", "") for x in table["chi-square"])
     shown = " ".join(m.value for m in at.markdown)
     assert "chi-square infinite on" in shown and "chi-square inf " not in shown
-    assert "< 1e-300" in set(table["p-value"]) and "0" not in set(table["p-value"])   # underflow is a bound
+    assert "< 1e-300" in set(table["p-value"]) and "0" not in set(table["p-value"])  # underflow is a bound
 
 
 @pytest.mark.parametrize("mistake", ["correct", "resample_p", "raw_logits", "wrong_q", "naive_norm"])
@@ -127,7 +138,7 @@ def test_bad_vectors_show_a_message_not_a_traceback(app_test, p, q, message):
     at = app_test(PAGE, preset="custom", p=p, q=q)
     _ok(at)
     assert any(message in w.value for w in at.warning), [w.value for w in at.warning]
-    assert not at.metric                                   # the page stops before showing numbers
+    assert not at.metric  # the page stops before showing numbers
 
 
 @pytest.mark.parametrize("key, value", [("tp", "0"), ("tk", "0"), ("vocab", "60"), ("n", "2000000")])
@@ -179,7 +190,7 @@ def test_each_rule_says_when_it_is_harmless(app_test, mistake):
     at = app_test(PAGE, mistake=mistake, n=FAST)
     _ok(at)
     text = " ".join(m.value for m in at.markdown)
-    assert f"*Harmless {mk.HARMLESS_WHEN[mistake]}*" in text
+    assert f"*Harmless {mistakes.HARMLESS_WHEN[mistake]}*" in text
 
 
 def test_naive_normalisation_shows_its_0_over_0_at_the_defaults(app_test):
@@ -189,7 +200,7 @@ def test_naive_normalisation_shows_its_0_over_0_at_the_defaults(app_test):
 
 
 def test_resample_from_p_is_exactly_two_minus_alpha_p(app_test):
-    at = app_test(PAGE, n=FAST)                                      # resample_p is the default mistake
+    at = app_test(PAGE, n=FAST)  # resample_p is the default mistake
     text = " ".join(m.value for m in at.markdown)
     assert "exactly (2 - alpha) p" in text and "about (2 - alpha)" not in text
 
@@ -197,21 +208,21 @@ def test_resample_from_p_is_exactly_two_minus_alpha_p(app_test):
 def test_a_wrong_verifier_can_keep_more_drafts(app_test):
     at = app_test(PAGE, n=FAST)
     _ok(at)
-    case = pc.default_logits_case()
+    case = proof_cases.default_logits_case()
     rules = {r.name: r for r in all_rules(case.p, case.q, case.p_raw, case.q_claimed)}
     ok, raw = rules["correct"].kept_rate(), rules["raw_logits"].kept_rate()
-    assert (round(ok, 3), round(raw, 3)) == (0.789, 0.879)           # the reviewer's 0.789 vs 0.880 (sampled)
+    assert (round(ok, 3), round(raw, 3)) == (0.789, 0.879)  # the reviewer's 0.789 vs 0.880 (sampled)
     info = " ".join(i.value for i in at.info)
     assert f"it keeps {raw:.3f} against the correct {ok:.3f}" in info and "look better" in info
     logits = _rows(app_test(PAGE, preset="logits"))
     assert float(logits["raw_logits"]["kept, exact"]) > float(logits["correct"]["kept, exact"])
-    assert logits["raw_logits"]["kept, sampled"] == "0.880"            # n = 100,000, seed 0
+    assert logits["raw_logits"]["kept, sampled"] == "0.880"  # n = 100,000, seed 0
 
 
 def test_the_seed_loop_shows_the_seeds_number(app_test):
     at = app_test(PAGE, section="exhaustive")
     _ok(at)
-    assert _metric(at, "max |emitted - p|, seed's loop") == "3.3e-16"     # the seed prints 3.3e-16
+    assert _metric(at, "max |emitted - p|, seed's loop") == "3.3e-16"  # the seed prints 3.3e-16
     caption = " ".join(c.value for c in at.caption)
     assert "integers(2, 50), then p ~ Dirichlet(1), then q ~ Dirichlet(0.3)" in caption
     assert "another seed, generator or order of draws" in caption and "gives 2.2e-16" in caption
@@ -228,7 +239,7 @@ def test_per_prefix_alpha_2_is_combined_into_one(app_test):
     _ok(at)
     ex = markov_example(3, 3, conc=0.5)
     _, per_prefix = position_alphas(*ex)
-    t = pc.two_position_tokens(*ex, per_prefix)
+    t = proof_cases.two_position_tokens(*ex, per_prefix)
     latex = " ".join(x.value for x in at.latex)
     assert f"={t['alpha_2']:.4f}" in latex and f"={t['tokens']:.4f}" in latex
     assert t["tokens"] == pytest.approx(t["tokens_enumerated"], abs=1e-12)
@@ -236,11 +247,14 @@ def test_per_prefix_alpha_2_is_combined_into_one(app_test):
 
 
 # ------------------------------------------------------------ issue 26 ----
-@pytest.mark.parametrize("section, charts, shown, hidden", [
-    ("sampling", 5, "max |emitted - p|", "random pairs"),              # the default: key figure + sampling check
-    ("exhaustive", 3, "random pairs", "max |emitted joint - target joint|"),
-    ("positions", 6, "max |emitted joint - target joint|", "random pairs"),
-])
+@pytest.mark.parametrize(
+    "section, charts, shown, hidden",
+    [
+        ("sampling", 5, "max |emitted - p|", "random pairs"),  # the default: key figure + sampling check
+        ("exhaustive", 3, "random pairs", "max |emitted joint - target joint|"),
+        ("positions", 6, "max |emitted joint - target joint|", "random pairs"),
+    ],
+)
 def test_the_section_chooser_shows_only_the_chosen_section(app_test, section, charts, shown, hidden):
     """A shared ?section= opens that view; the sections not shown are not drawn (nor computed)."""
     at = app_test(PAGE, **({} if section == "sampling" else {"section": section}))

@@ -26,13 +26,12 @@ def _prose(at) -> str:
 
 
 def test_crossing_is_the_cores_and_never_falls_only_when_there_is_none(app_test) -> None:
-    from specdec_core import roofline as rl
-    from specdec_core import steptime as stp
+    from specdec_core import roofline, steptime
 
-    t, d, hw = stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"]
+    t, d, hw = steptime.SHAPES["Llama-3.1-8B"], steptime.SHAPES["Llama-3.2-1B (draft)"], roofline.HARDWARE["H100 SXM"]
     at = app_test("views/roofline.py", steps="measured", alpha="0.5", gamma="5")
     assert not at.exception, [e.value for e in at.exception]
-    cross = stp.speedup_crossing(t, d, hw, "bf16", 5, 0.5, 2048, max_batch=1024.0)
+    cross = steptime.speedup_crossing(t, d, hw, "bf16", 5, 0.5, 2048, max_batch=1024.0)
     assert cross is not None and 20 < cross < 35
     text = _prose(at)
     assert f"falls to 1 at B = {cross:,.0f} at context 2,048" in text

@@ -9,14 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_core import algebra as alg
-from specdec_core import roofline as rl
-from specdec_core import steptime as stp
+from specdec_core import algebra, roofline, steptime
 
-H100 = rl.HARDWARE["H100 SXM"]
-A100 = rl.HARDWARE["A100 SXM 80GB"]
-L8B = stp.SHAPES["Llama-3.1-8B"]
-L1B = stp.SHAPES["Llama-3.2-1B (draft)"]
+H100 = roofline.HARDWARE["H100 SXM"]
+A100 = roofline.HARDWARE["A100 SXM 80GB"]
+L8B = steptime.SHAPES["Llama-3.1-8B"]
+L1B = steptime.SHAPES["Llama-3.2-1B (draft)"]
 
 # config.json of meta-llama/Llama-3.1-8B and meta-llama/Llama-3.2-1B
 CFG_8B = dict(layers=32, hidden=4096, kv_heads=8, head_dim=128, ffn=14336, vocab=128256, tied=False)
@@ -56,7 +54,7 @@ def test_the_reference_counts_match_the_presets():
 @pytest.mark.parametrize("b", [1, 64, 128, 256])
 def test_v_and_speedup_match_an_independent_computation(b):
     """Llama-3.1-8B / Llama-3.2-1B, H100 SXM, BF16, context 2,048, gamma 3, alpha 0.8."""
-    cur = stp.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, b)
+    cur = steptime.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, b)
     c, v, s = ref_point(b)
     assert float(cur.c) == pytest.approx(c, rel=1e-12)
     assert float(cur.v) == pytest.approx(v, rel=1e-12)
@@ -64,19 +62,19 @@ def test_v_and_speedup_match_an_independent_computation(b):
 
 
 def test_v_stays_near_one_at_batch_1_and_grows_past_the_knee():
-    v = stp.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, [1, 64, 128, 256]).v
+    v = steptime.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, [1, 64, 128, 256]).v
     assert abs(v[0] - 1.0) < 0.01
     assert v[3] > 1.35
     # the values quoted in the closing note (hand-checkable with ref_point)
     np.testing.assert_allclose(v, [1.0002, 1.0062, 1.2308, 1.4507], atol=5e-4)
-    s = stp.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, 128).speedup
+    s = steptime.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, 128).speedup
     assert float(s) == pytest.approx(1.551, abs=1e-3)
 
 
 def test_one_roofline_for_the_pass_hides_the_knee():
     """The old model, max(all FLOPs / peak, all bytes / bandwidth), kept v near 1 at B = 256; the sum does not."""
-    dec = stp.step_time(L8B, H100, "bf16", 256, 1, 2048)
-    ver = stp.step_time(L8B, H100, "bf16", 256, 4, 2048)
+    dec = steptime.step_time(L8B, H100, "bf16", 256, 1, 2048)
+    ver = steptime.step_time(L8B, H100, "bf16", 256, 4, 2048)
     assert float(ver.one_roofline_s / dec.one_roofline_s) < 1.02
     assert float(ver.total_s / dec.total_s) > 1.35
     assert bool(ver.linear.compute_bound) and not bool(ver.attention.compute_bound)
@@ -84,140 +82,152 @@ def test_one_roofline_for_the_pass_hides_the_knee():
 
 def test_attention_intensity_is_flat_in_batch_and_context():
     for b, ctx in [(1, 256), (64, 2048), (512, 16384)]:
-        st = stp.step_time(L8B, H100, "bf16", b, 4, ctx)
+        st = steptime.step_time(L8B, H100, "bf16", b, 4, ctx)
         assert float(st.attention.flops / st.attention.bytes) == pytest.approx(16.0)   # 2 T x group 4 / 2 bytes
-    assert stp.attention_intensity(L8B, 4) == 16.0
-    assert stp.attention_intensity(L8B, 4, "fp8") == 32.0
-    assert stp.attention_intensity(L1B, 1) == 4.0            # 32 query / 8 KV heads, one token
+    assert steptime.attention_intensity(L8B, 4) == 16.0
+    assert steptime.attention_intensity(L8B, 4, "fp8") == 32.0
+    assert steptime.attention_intensity(L1B, 1) == 4.0            # 32 query / 8 KV heads, one token
 
 
 def test_fp8_kv_cache_halves_the_kv_bytes_and_needs_fp8_cores():
     assert L8B.kv_bytes("fp8") == L8B.kv_bytes_per_token / 2 == 65_536
-    bf = stp.spec_curve(L8B, L1B, H100, "fp8", 3, 0.8, 16384, 64)
-    f8 = stp.spec_curve(L8B, L1B, H100, "fp8", 3, 0.8, 16384, 64, kv="fp8")
+    bf = steptime.spec_curve(L8B, L1B, H100, "fp8", 3, 0.8, 16384, 64)
+    f8 = steptime.spec_curve(L8B, L1B, H100, "fp8", 3, 0.8, 16384, 64, kv="fp8")
     assert float(f8.decode_s) < float(bf.decode_s)
-    assert stp.memory_needed_gb(L8B, None, "fp8", 64, 16384, kv="fp8") < stp.memory_needed_gb(L8B, None, "fp8", 64,
-                                                                                              16384)
+    assert steptime.memory_needed_gb(L8B, None, "fp8", 64, 16384, kv="fp8") < steptime.memory_needed_gb(
+        L8B, None, "fp8", 64, 16384
+    )
     with pytest.raises(ValueError, match="not supported by this hardware"):
-        stp.step_time(L8B, A100, "bf16", 1, 1, 128, kv="fp8")
+        steptime.step_time(L8B, A100, "bf16", 1, 1, 128, kv="fp8")
     with pytest.raises(ValueError, match="kv must be one of bf16, fp8"):
-        stp.step_time(L8B, H100, "bf16", 1, 1, 128, kv="int4")
+        steptime.step_time(L8B, H100, "bf16", 1, 1, 128, kv="int4")
 
 
 # ------------------------------------------------------------ v(gamma) and the gamma search ----
 def test_gamma_costs_agree_with_spec_curve_for_every_gamma():
-    costs = stp.gamma_costs(L8B, L1B, H100, "bf16", 2048, 128, max_gamma=8)
+    costs = steptime.gamma_costs(L8B, L1B, H100, "bf16", 2048, 128, max_gamma=8)
     assert costs.gammas.tolist() == list(range(9)) and costs.v[0] == 1.0
     for g in range(9):
-        cur = stp.spec_curve(L8B, L1B, H100, "bf16", g, 0.8, 2048, 128)
+        cur = steptime.spec_curve(L8B, L1B, H100, "bf16", g, 0.8, 2048, 128)
         assert costs.v[g] == pytest.approx(float(cur.v), rel=1e-12)
         assert costs.c == pytest.approx(float(cur.c), rel=1e-12)
     assert np.all(np.diff(costs.v) > 0)
 
 
 def test_v_grows_with_gamma_only_once_the_batch_fills_the_gpu():
-    small = stp.gamma_costs(L8B, L1B, H100, "bf16", 2048, 1).v
-    large = stp.gamma_costs(L8B, L1B, H100, "bf16", 256, 512).v
-    assert small[16] < 1.01                                  # 17 tokens at B = 1: still weight-read bound
+    small = steptime.gamma_costs(L8B, L1B, H100, "bf16", 2048, 1).v
+    large = steptime.gamma_costs(L8B, L1B, H100, "bf16", 256, 512).v
+    assert small[16] < 1.01  # 17 tokens at B = 1: still weight-read bound
     # at B = 512 the linear layers are compute-bound already at T = 1: each token adds the same time
     np.testing.assert_allclose(np.diff(large), np.diff(large)[0], rtol=1e-9)
     assert large[1] == pytest.approx(1.6073, abs=1e-4)
 
 
-def brute_force_best(alpha: float, ctx: int, b: float, kv: str = "bf16", hw: rl.Hardware = H100,
-                     max_gamma: int = 16) -> tuple[int, float]:
+def brute_force_best(
+    alpha: float, ctx: int, b: float, kv: str = "bf16", hw: roofline.Hardware = H100, max_gamma: int = 16
+) -> tuple[int, float]:
     """argmax over gamma of spec_curve's speedup, one gamma at a time (gamma = 0 is plain decoding, 1x)."""
-    s = [float(stp.spec_curve(L8B, L1B, hw, "bf16", g, alpha, ctx, b, kv).speedup) for g in range(max_gamma + 1)]
+    s = [float(steptime.spec_curve(L8B, L1B, hw, "bf16", g, alpha, ctx, b, kv).speedup) for g in range(max_gamma + 1)]
     return int(np.argmax(s)), max(s)
 
 
-@pytest.mark.parametrize("alpha, ctx, b", [(0.8, 2048, 1), (0.8, 2048, 128), (0.7, 256, 512), (0.9, 256, 512),
-                                           (0.95, 16384, 64), (0.0, 2048, 1), (1.0, 256, 300)])
+@pytest.mark.parametrize(
+    "alpha, ctx, b",
+    [
+        (0.8, 2048, 1),
+        (0.8, 2048, 128),
+        (0.7, 256, 512),
+        (0.9, 256, 512),
+        (0.95, 16384, 64),
+        (0.0, 2048, 1),
+        (1.0, 256, 300),
+    ],
+)
 def test_best_gamma_for_shape_is_the_brute_force_argmax(alpha, ctx, b):
-    g, s = stp.best_gamma_for_shape(L8B, L1B, H100, "bf16", alpha, ctx, b)
+    g, s = steptime.best_gamma_for_shape(L8B, L1B, H100, "bf16", alpha, ctx, b)
     bg, bs = brute_force_best(alpha, ctx, b)
     assert g == bg and s == pytest.approx(bs, rel=1e-12)
 
 
 def test_at_batch_512_context_256_the_best_gamma_is_small():
     """Each draft token there costs c + 0.61 target steps and adds at most alpha^gamma tokens."""
-    assert stp.best_gamma_for_shape(L8B, L1B, H100, "bf16", 0.7, 256, 512) == (0, 1.0)     # do not speculate
-    assert stp.best_gamma_for_shape(L8B, L1B, H100, "bf16", 0.8, 256, 512) == (0, 1.0)
-    g, s = stp.best_gamma_for_shape(L8B, L1B, H100, "bf16", 0.9, 256, 512)
+    assert steptime.best_gamma_for_shape(L8B, L1B, H100, "bf16", 0.7, 256, 512) == (0, 1.0)  # do not speculate
+    assert steptime.best_gamma_for_shape(L8B, L1B, H100, "bf16", 0.8, 256, 512) == (0, 1.0)
+    g, s = steptime.best_gamma_for_shape(L8B, L1B, H100, "bf16", 0.9, 256, 512)
     assert g == 1 and 1.0 < s < 1.06
     # the same alpha and costs with v held at v(gamma = 3) pick a long draft: the fixed-v search misleads
-    costs = stp.gamma_costs(L8B, L1B, H100, "bf16", 256, 512)
-    g_fixed, _ = alg.best_gamma(0.9, costs.c, float(costs.v[3]), 16)
+    costs = steptime.gamma_costs(L8B, L1B, H100, "bf16", 256, 512)
+    g_fixed, _ = algebra.best_gamma(0.9, costs.c, float(costs.v[3]), 16)
     assert g_fixed >= 8
 
 
 def test_best_gamma_falls_with_batch():
     b = np.unique(np.round(np.geomspace(1, 1024, 40)))
-    g, s = stp.best_gamma_against_batch(L8B, L1B, H100, "bf16", 0.7, 256, b)
+    g, s = steptime.best_gamma_against_batch(L8B, L1B, H100, "bf16", 0.7, 256, b)
     assert g[0] == 3 and g[-1] == 0 and np.all(np.diff(g) <= 0)
     assert np.all(s >= 1.0) and np.all(s[g == 0] == 1.0)
 
 
 def test_achievable_ceilings_move_the_knee_in():
-    ach = rl.achievable(H100)
+    ach = roofline.achievable(H100)
     assert ach.peak_tflops["bf16"] == pytest.approx(989 * 790 / 989)
     assert ach.bandwidth_tbs == pytest.approx(3.35 * 4.3 / 4.8)
-    assert rl.ridge(ach) < rl.ridge(H100)
-    v_sheet = stp.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, 100).v
-    v_ach = stp.spec_curve(L8B, L1B, ach, "bf16", 3, 0.8, 2048, 100).v
+    assert roofline.ridge(ach) < roofline.ridge(H100)
+    v_sheet = steptime.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, 100).v
+    v_ach = steptime.spec_curve(L8B, L1B, ach, "bf16", 3, 0.8, 2048, 100).v
     assert float(v_ach) > float(v_sheet)
-    assert rl.ceilings(H100, "datasheet") is H100
+    assert roofline.ceilings(H100, "datasheet") is H100
     with pytest.raises(ValueError, match=r"fraction must be in \(0, 1\]"):
-        rl.achievable(H100, compute=1.5)
+        roofline.achievable(H100, compute=1.5)
     with pytest.raises(ValueError, match="datasheet, achievable"):
-        rl.ceilings(H100, "typical")
+        roofline.ceilings(H100, "typical")
 
 
 def test_b200_memory_matches_its_cited_source():
     """HGX / DGX B200: 1,440 GB of HBM3e across eight GPUs, i.e. 180 GB each (not the package's 192)."""
-    b200 = rl.HARDWARE["B200"]
+    b200 = roofline.HARDWARE["B200"]
     assert b200.memory_gb == 180 and "1,440 GB" in b200.source and "180 GB" in b200.source
 
 
 def test_bad_shape_vocab():
     with pytest.raises(ValueError, match="vocab"):
-        stp.DecoderShape("bad", 1e6, 2, 4096, 8, 128, 8192, vocab=128_256)      # table bigger than params
+        steptime.DecoderShape("bad", 1e6, 2, 4096, 8, 128, 8192, vocab=128_256)  # table bigger than params
 
 
 # ------------------------------------------------------------ the algebra's search with v(gamma) ----
 def test_algebra_search_takes_v_by_gamma():
-    costs = stp.gamma_costs(L8B, L1B, H100, "bf16", 256, 512, max_gamma=32)
+    costs = steptime.gamma_costs(L8B, L1B, H100, "bf16", 256, 512, max_gamma=32)
     for alpha in (0.0, 0.5, 0.8, 0.9, 1.0):
-        g, s = alg.best_gamma(alpha, costs.c, costs.v, 32)
-        brute = [float(alg.speedup(alpha, k, costs.c, costs.v[k])) for k in range(33)]
+        g, s = algebra.best_gamma(alpha, costs.c, costs.v, 32)
+        brute = [float(algebra.speedup(alpha, k, costs.c, costs.v[k])) for k in range(33)]
         assert g == int(np.argmax(brute)) and s == pytest.approx(max(brute), rel=1e-12)
-        assert (g, s) == pytest.approx(stp.best_gamma_for_shape(L8B, L1B, H100, "bf16", alpha, 256, 512, 32))
+        assert (g, s) == pytest.approx(steptime.best_gamma_for_shape(L8B, L1B, H100, "bf16", alpha, 256, 512, 32))
     # a constant v(gamma) is the fixed-v search
-    assert alg.best_gamma(0.8, 0.05, np.full(33, 3.5), 32) == alg.best_gamma(0.8, 0.05, 3.5, 32)
+    assert algebra.best_gamma(0.8, 0.05, np.full(33, 3.5), 32) == algebra.best_gamma(0.8, 0.05, 3.5, 32)
 
 
 def test_heatmap_and_break_even_take_v_by_gamma():
-    v = stp.gamma_costs(L8B, L1B, H100, "bf16", 2048, 256, max_gamma=8).v
+    v = steptime.gamma_costs(L8B, L1B, H100, "bf16", 2048, 256, max_gamma=8).v
     alphas, cs = np.linspace(0, 1, 11), np.linspace(0, 0.5, 6)
-    g, s = alg.best_gamma_map(alphas, cs, v, 8)
+    g, s = algebra.best_gamma_map(alphas, cs, v, 8)
     for i, a in enumerate(alphas):
         for j, c in enumerate(cs):
-            bg, bs = alg.best_gamma(float(a), float(c), v, 8)
+            bg, bs = algebra.best_gamma(float(a), float(c), v, 8)
             assert g[i, j] == bg and s[i, j] == pytest.approx(bs, rel=1e-12)
-    be = alg.break_even_boundary(cs, v, 8)
+    be = algebra.break_even_boundary(cs, v, 8)
     for j, c in enumerate(cs):
-        each = [alg.break_even_alpha(k, float(c), float(v[k])) for k in range(1, 9)]
+        each = [algebra.break_even_alpha(k, float(c), float(v[k])) for k in range(1, 9)]
         expect = min((x for x in each if x is not None), default=np.inf)
         assert be[j] == pytest.approx(expect, abs=1e-9)
     with pytest.raises(ValueError, match=r"v\(gamma\) for gamma = 0..8"):
-        alg.best_gamma_map(alphas, cs, v[:5], 8)
+        algebra.best_gamma_map(alphas, cs, v[:5], 8)
 
 
 def test_one_roofline_v_is_the_old_model():
     """At B = 128 the single-roofline v was 1.008 (the page's old number); the per-kernel v is 1.23."""
-    v_one = stp.one_roofline_v(L8B, H100, "bf16", 3, 2048, 128)
+    v_one = steptime.one_roofline_v(L8B, H100, "bf16", 3, 2048, 128)
     assert v_one == pytest.approx(1.008, abs=1e-3)
-    assert float(stp.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, 128).v) > v_one + 0.2
+    assert float(steptime.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, 2048, 128).v) > v_one + 0.2
 
 
 # --------------------------------------------- where KV reads take over ----
@@ -227,14 +237,15 @@ def test_kv_read_batch_against_the_config_and_its_one_over_context_fall():
         kv_token = 2 * cfg["layers"] * cfg["kv_heads"] * cfg["head_dim"] * 2
         for ctx in (2048, 16384):
             want = 2 * ref_linear_weights(cfg) / (ctx * kv_token)
-            assert stp.kv_read_batch(shape, "bf16", ctx) == pytest.approx(want, rel=1e-9)
-        assert stp.kv_read_batch(shape, "bf16", 2048, kv="fp8") == pytest.approx(
-            2 * stp.kv_read_batch(shape, "bf16", 2048), rel=1e-12)
-    assert round(stp.kv_read_batch(L8B, "bf16", 2048), 1) == 55.9
-    assert round(stp.kv_read_batch(L1B, "bf16", 2048), 1) == 36.8
-    assert stp.kv_read_batch(L8B, "bf16", 0) == float("inf")
+            assert steptime.kv_read_batch(shape, "bf16", ctx) == pytest.approx(want, rel=1e-9)
+        assert steptime.kv_read_batch(shape, "bf16", 2048, kv="fp8") == pytest.approx(
+            2 * steptime.kv_read_batch(shape, "bf16", 2048), rel=1e-12
+        )
+    assert round(steptime.kv_read_batch(L8B, "bf16", 2048), 1) == 55.9
+    assert round(steptime.kv_read_batch(L1B, "bf16", 2048), 1) == 36.8
+    assert steptime.kv_read_batch(L8B, "bf16", 0) == float("inf")
     with pytest.raises(ValueError, match="longer than"):
-        stp.kv_read_batch(L8B, "bf16", 10**7)
+        steptime.kv_read_batch(L8B, "bf16", 10**7)
 
 
 def test_past_the_kv_batch_the_drafts_c_rises_toward_its_kv_bytes_over_the_targets():
@@ -242,9 +253,9 @@ def test_past_the_kv_batch_the_drafts_c_rises_toward_its_kv_bytes_over_the_targe
     0.2348), rising toward 32 KiB / 128 KiB = 0.25 as the KV reads dominate both passes: at large batch, and the
     closer the longer the context (MagicDec's large-batch, long-context bottleneck)."""
     batch = np.array([1.0, 256.0, 65536.0])
-    short, long = (stp.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, ctx, batch).c for ctx in (2048, 16384))
+    short, long = (steptime.spec_curve(L8B, L1B, H100, "bf16", 3, 0.8, ctx, batch).c for ctx in (2048, 16384))
     assert short[0] == pytest.approx(0.166, abs=5e-4) and short[1] == pytest.approx(0.236, abs=2e-3)
     assert L1B.kv_bytes() / L8B.kv_bytes() == 0.25
-    assert np.all(np.diff(short) > 0) and np.all(np.diff(long) > 0)          # c rises with batch
-    assert short[2] == pytest.approx(0.2365, abs=5e-4)                       # compute still weighs at 2k
+    assert np.all(np.diff(short) > 0) and np.all(np.diff(long) > 0)  # c rises with batch
+    assert short[2] == pytest.approx(0.2365, abs=5e-4)  # compute still weighs at 2k
     assert long[2] == pytest.approx(0.248, abs=5e-4) and 0.25 - long[2] < 0.25 - short[2]

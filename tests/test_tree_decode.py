@@ -14,8 +14,8 @@ import pytest
 import torch
 from doubles import MarkovLM
 
-import gpu_demo.tree_decode as td
 import gpu_demo.tree_draft as tdraft
+from gpu_demo import tree_decode
 from gpu_demo.decode import autoregressive, run
 from gpu_demo.drafters import LookupDrafter, ModelDrafter
 from gpu_demo.measure.tree_stats import expected_length_by_depth, measured_rank_rates
@@ -67,7 +67,7 @@ def _models(seed: int = 0) -> dict[str, torch.nn.Module]:
 def _tree_inputs(tree: Tree, base: int, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """[root, nodes] ids (1, n + 1), positions base + depth, and the verify mask."""
     positions = base + torch.cat([torch.zeros(1, dtype=torch.long), torch.as_tensor(tree.depth)])
-    return tokens.view(1, -1), positions, td.verify_mask(tree)
+    return tokens.view(1, -1), positions, tree_decode.verify_mask(tree)
 
 
 def _path(tree: Tree, j: int) -> list[int]:
@@ -385,7 +385,7 @@ def test_events_describe_the_walk(builtin) -> None:
 def test_measured_rates_and_prediction() -> None:
     """Counting by hand on two rounds of branching (2, 1), and the per-depth E[N] against specdec_core.trees."""
     tree = branching_tree([2, 1])  # nodes 0, 1 at depth 1 (ranks 1, 2); node 2 under 0, node 3 under 1
-    mk = lambda path: td.TreeRoundEvent(  # noqa: E731
+    mk = lambda path: tree_decode.TreeRoundEvent(  # noqa: E731
         round=0, drafted=[0] * 4, q_x=[], p_x=[], uniforms=[], accept_mask=[], n_accepted=len(path), emitted=[],
         kinds=[], draft_s=0.0, verify_s=0.0, parent=list(tree.parent), rank=list(tree.rank), path=path)
     kept, reached, pooled = measured_rank_rates([mk([1, 3]), mk([])], max_rank=2, max_depth=2)

@@ -5,9 +5,7 @@ cost against the step-time model computed here from steptime.step_time."""
 import numpy as np
 import pytest
 
-import specdec_core.trees as tr
-from specdec_core import proof_cases as pc
-from specdec_core import steptime as stp
+from specdec_core import proof_cases, steptime, trees
 from specdec_core.algebra import expected_tokens
 from specdec_core.multidraft import WOR, sample_multidraft
 from specdec_core.roofline import HARDWARE
@@ -56,7 +54,7 @@ def test_expected_length_matches_a_monte_carlo_of_the_same_tree(tree):
 def test_expected_length_matches_the_real_multi_draft_rule_walked_through_the_tree():
     """Rates from the without-replacement rule on one (p, q) pair; a Monte Carlo that runs that rule at every
     node (k = the node's number of children) and walks to the kept child gives the same E[N]."""
-    p, q = pc.preset_pair("q_sharper", 8)
+    p, q = proof_cases.preset_pair("q_sharper", 8)
     rates = rank_rates(p, q, 4, WOR)
     tree = branching_tree((4, 2, 2, 1))
     table = tree.children()
@@ -161,14 +159,14 @@ def test_rates_and_tree_inputs_are_refused_with_their_ranges():
 
 
 # ------------------------------------------------------------------ cost ----
-T8, D1, H100 = stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], HARDWARE["H100 SXM"]
+T8, D1, H100 = steptime.SHAPES["Llama-3.1-8B"], steptime.SHAPES["Llama-3.2-1B (draft)"], HARDWARE["H100 SXM"]
 BATCH = np.array([1.0, 8.0, 64.0, 256.0])
 
 
 def test_a_chain_costs_what_spec_curve_says():
     for gamma in (1, 3, 7):
         cost = tree_cost(chain(gamma), RATES, T8, D1, H100, "bf16", 2048, BATCH)
-        curve = stp.spec_curve(T8, D1, H100, "bf16", gamma, 0.6, 2048, BATCH)
+        curve = steptime.spec_curve(T8, D1, H100, "bf16", gamma, 0.6, 2048, BATCH)
         np.testing.assert_allclose(cost.c_tree, gamma * curve.c, rtol=1e-12)
         np.testing.assert_allclose(cost.v, curve.v, rtol=1e-12)
         np.testing.assert_allclose(cost.speedup, curve.speedup, rtol=1e-12)
@@ -179,7 +177,7 @@ def test_tree_cost_from_pass_times_computed_here():
     cost = tree_cost(tree, RATES, T8, D1, H100, "bf16", 2048, BATCH)
 
     def t(shape, tokens):
-        return stp.step_time(shape, H100, "bf16", BATCH, tokens, 2048).total_s
+        return steptime.step_time(shape, H100, "bf16", BATCH, tokens, 2048).total_s
 
     draft = t(D1, 1) + t(D1, 3) + t(D1, 6)
     round_s = draft + t(T8, 16)
@@ -194,7 +192,7 @@ def test_tree_cost_from_pass_times_computed_here():
 def test_a_tree_beats_the_chain_at_small_batch_and_loses_at_large_batch():
     """The page's claim at its defaults (rates of the q_sharper pair, 25 nodes placed greedily): at B = 1 the
     tree beats both the 25-chain and the best chain; at B = 256 the best chain wins and the tree slows decoding."""
-    p, q = pc.preset_pair("q_sharper", 10)
+    p, q = proof_cases.preset_pair("q_sharper", 10)
     rates = rank_rates(p, q, 4, WOR)
     tree = tree_cost(greedy_tree(rates, 25), rates, T8, D1, H100, "bf16", 2048, BATCH)
     same = tree_cost(chain(16), rates, T8, D1, H100, "bf16", 2048, BATCH)
@@ -208,37 +206,37 @@ def test_a_tree_beats_the_chain_at_small_batch_and_loses_at_large_batch():
 
 # ------------------------------------------------------------ interview drills ----
 def test_tree_and_exact_rule_drills():
-    from content import drill_text as dt
-    from specdec_core import drills as dr
+    from content import drill_text
+    from specdec_core import drills
     from specdec_core.drill_kinds import EXACT_RULES, WRONG_RULES, rule_tv
 
-    d = dr.Drill("tree_tokens", {"rates": [0.5, 0.2, 0.1], "branching": [1, 2, 1]})
+    d = drills.Drill("tree_tokens", {"rates": [0.5, 0.2, 0.1], "branching": [1, 2, 1]})
     assert d.answer() == pytest.approx(1 + 0.5 + 0.5 * 0.7 + 0.5 * 0.7 * 0.5)          # 2.025, by hand
-    assert dr.grade(d, "2.03").correct and not dr.grade(d, "1.875").correct       # 1.875: the chain of 3
+    assert drills.grade(d, "2.03").correct and not drills.grade(d, "1.875").correct       # 1.875: the chain of 3
     for seed in range(20):
-        e = dr.make_drill("exact_rule", seed)
+        e = drills.make_drill("exact_rule", seed)
         wrong = e.params["B"] if e.answer() == "A" else e.params["A"]
         assert rule_tv(e.params[e.answer()], e.params["p"], e.params["q"], 2) < 1e-12
         assert rule_tv(wrong, e.params["p"], e.params["q"], 2) >= 0.02
         assert wrong in WRONG_RULES and e.params[e.answer()] in EXACT_RULES
         other = "B" if e.answer() == "A" else "A"
-        msg = dr.grade(e, other).message  # the answer, then which tempting rule the wrong choice was
+        msg = drills.grade(e, other).message  # the answer, then which tempting rule the wrong choice was
         assert msg.startswith(f"Not quite: {e.answer()} emits exactly p. Your answer looks like the tempting rule "
                               f"{other}, which "), msg
-        assert dt.prompt(e).endswith("Which one emits exactly p? Answer A or B.")
+        assert drill_text.prompt(e).endswith("Which one emits exactly p? Answer A or B.")
 
 
 def test_kids_is_the_one_children_table_and_depth_rates_reduce_to_the_pooled_sum():
-    tree = tr.branching_tree([3, 2])
+    tree = trees.branching_tree([3, 2])
     assert tree.kids[-1] == (0, 1, 2) and tree.kids[0] == (3, 4) and tree.kids[8] == ()
     table = tree.children()
     for node, c in tree.kids.items():
         assert [x for x in table[node + 1] if x >= 0] == list(c)
     rates = np.array([0.5, 0.2, 0.1])
-    assert tr.expected_length_by_depth(tree, np.stack([rates, rates])) == pytest.approx(
-        tr.expected_accepted_length(tree, rates), abs=1e-15)
+    assert trees.expected_length_by_depth(tree, np.stack([rates, rates])) == pytest.approx(
+        trees.expected_accepted_length(tree, rates), abs=1e-15)
     # the root's rank-1 child kept in one round, nothing in the other: a_1(0) = 1/2, a_2(1) never offered twice
-    kept, reached, pooled = tr.rank_counts([(tree, [0]), (tree, [])], max_rank=3, max_depth=2)
+    kept, reached, pooled = trees.rank_counts([(tree, [0]), (tree, [])], max_rank=3, max_depth=2)
     assert kept.tolist() == [[1, 0, 0], [0, 0, 0]] and reached.tolist() == [[2, 2, 2], [1, 1, 0]]
     np.testing.assert_allclose(pooled, [1 / 3, 0.0, 0.0])
 

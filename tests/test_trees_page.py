@@ -6,10 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_core import proof_cases as pc
-from specdec_core import roofline as rl
-from specdec_core import steptime as stp
-from specdec_core import trees as tr
+from specdec_core import proof_cases, roofline, steptime, trees
 from specdec_core.multidraft import IID, RULES, WOR, acceptance_by_k
 from specdec_core.tree_cost import tree_vs_chain
 from specdec_core.typical import typical_distribution
@@ -33,25 +30,25 @@ def _refused(at) -> str:
 def test_defaults_show_the_core_numbers(app_test):
     at = app_test(PAGE, section="all")
     _ok(at)
-    p, q = pc.preset_pair("q_sharper", 10)
+    p, q = proof_cases.preset_pair("q_sharper", 10)
     assert _metric(at, "acceptance, k = 3 i.i.d.") == f"{acceptance_by_k(p, q, 3, IID)[-1]:.4f}"
     assert _metric(at, "acceptance, k = 3 without replacement") == f"{acceptance_by_k(p, q, 3, WOR)[-1]:.4f}"
     assert float(_metric(at, "max |emitted - p|, exact rules")) < 1e-15
     assert float(_metric(at, "max |emitted - p|, i.i.d., k = 4")) < 1e-15
     assert float(_metric(at, "max |emitted - p|, without replacement, k = 3")) < 1e-15
     assert _metric(at, "TV(typical law, p)") == f"{typical_distribution(p, q, 3).tv_to_p:.4f}"
-    rates = tr.rank_rates(p, q, 4, WOR)
-    tree = tr.greedy_tree(rates, 25)
-    assert _metric(at, "E[N], tree") == f"{tr.expected_accepted_length(tree, rates):.3f}"
-    assert _metric(at, "E[N], chain of 16") == f"{tr.expected_accepted_length(tr.chain(16), rates):.3f}"
-    r = tree_vs_chain(tree, rates, stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"],
-                      rl.HARDWARE["H100 SXM"], "bf16", 256, [1.0])
+    rates = trees.rank_rates(p, q, 4, WOR)
+    tree = trees.greedy_tree(rates, 25)
+    assert _metric(at, "E[N], tree") == f"{trees.expected_accepted_length(tree, rates):.3f}"
+    assert _metric(at, "E[N], chain of 16") == f"{trees.expected_accepted_length(trees.chain(16), rates):.3f}"
+    r = tree_vs_chain(tree, rates, steptime.SHAPES["Llama-3.1-8B"], steptime.SHAPES["Llama-3.2-1B (draft)"],
+                      roofline.HARDWARE["H100 SXM"], "bf16", 256, [1.0])
     assert _metric(at, "speedup, tree") == f"{r.tree.speedup[0]:.2f}x"
     assert _metric(at, f"best chain: gamma {int(r.best_gamma[0])}") == f"{r.best_speedup[0]:.2f}x"
     assert len(at.get("plotly_chart")) == 8
     # the prose states what the model computes at the defaults: the tree loses at some batch, speculation goes off
-    grid = tree_vs_chain(tree, rates, stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"],
-                         rl.HARDWARE["H100 SXM"], "bf16", 256, np.unique(np.round(np.geomspace(1, 1024, 121))))
+    grid = tree_vs_chain(tree, rates, steptime.SHAPES["Llama-3.1-8B"], steptime.SHAPES["Llama-3.2-1B (draft)"],
+                         roofline.HARDWARE["H100 SXM"], "bf16", 256, np.unique(np.round(np.geomspace(1, 1024, 121))))
     assert grid.tree_loses_from is not None and grid.off_from is not None
     prose = " ".join(m.value for m in at.markdown)
     assert f"catches up with the tree from about B = {grid.tree_loses_from:.0f}" in prose
@@ -71,7 +68,7 @@ def test_sampled_tables_pass_the_exact_rules_and_reject_the_others(app_test):
 def test_typical_acceptance_is_biased_even_for_a_perfect_draft(app_test):
     at = app_test(PAGE, case="identical", n=FAST, section="typical")
     _ok(at)
-    p, _ = pc.preset_pair("identical", 10)
+    p, _ = proof_cases.preset_pair("identical", 10)
     tv = typical_distribution(p, p, 3).tv_to_p
     assert tv > 0.01 and _metric(at, "TV(typical law, p)") == f"{tv:.4f}"
     assert _metric(at, "alpha, one candidate") == "1.0000"
@@ -81,9 +78,9 @@ def test_url_state_sets_pair_tree_and_cost(app_test):
     at = app_test(PAGE, case="dirichlet", seed="5", vocab="7", k="2", src="typed", rates="0.5, 0.2",
                   shape="branching", branching="2, 2, 1", hw="H200 SXM", batch="64", n=FAST)
     _ok(at)
-    p, q = pc.preset_pair("dirichlet", 7, 5)
+    p, q = proof_cases.preset_pair("dirichlet", 7, 5)
     assert _metric(at, "acceptance, k = 2 i.i.d.") == f"{acceptance_by_k(p, q, 2, IID)[-1]:.4f}"
-    assert _metric(at, "E[N], tree") == f"{tr.branching_expected_length((2, 2, 1), [0.5, 0.2]):.3f}"
+    assert _metric(at, "E[N], tree") == f"{trees.branching_expected_length((2, 2, 1), [0.5, 0.2]):.3f}"
     assert _metric(at, "draft nodes") == "10"
     assert _metric(at, "tokens in the verify pass") == "11"
 
@@ -93,10 +90,10 @@ def test_moving_the_budget_changes_expected_length(app_test):
     before = _metric(at, "E[N], tree")
     at.number_input(key="trees.budget").set_value(4).run()
     _ok(at)
-    p, q = pc.preset_pair("q_sharper", 10)
-    rates = tr.rank_rates(p, q, 4, WOR)
+    p, q = proof_cases.preset_pair("q_sharper", 10)
+    rates = trees.rank_rates(p, q, 4, WOR)
     after = _metric(at, "E[N], tree")
-    assert after != before and after == f"{tr.expected_accepted_length(tr.greedy_tree(rates, 4), rates):.3f}"
+    assert after != before and after == f"{trees.expected_accepted_length(trees.greedy_tree(rates, 4), rates):.3f}"
     assert _metric(at, "tokens in the verify pass") == "5"
 
 
@@ -117,7 +114,7 @@ def test_out_of_range_url_value_is_reported_and_the_default_used(app_test):
     at = app_test(PAGE, k="9", n=FAST)
     _ok(at)
     assert any("k=9" in w.value.replace("\\", "") for w in at.warning)
-    p, q = pc.preset_pair("q_sharper", 10)
+    p, q = proof_cases.preset_pair("q_sharper", 10)
     assert _metric(at, "acceptance, k = 3 i.i.d.") == f"{acceptance_by_k(p, q, 3, IID)[-1]:.4f}"
     assert np.isfinite(float(_metric(at, "E[N], tree")))
 

@@ -12,8 +12,7 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 
-from specdec_core import roofline as rl
-from specdec_core import steptime as stp
+from specdec_core import roofline, steptime
 from ui.controls import bound_radio, bound_select, number_box, slider_input
 
 CUSTOM = "Custom"
@@ -21,20 +20,20 @@ CEILING_LABELS = {
     "datasheet": "datasheet peaks",
     "achievable": "achievable (a measured fraction of the datasheet)",
 }
-DEFAULT_COMPUTE = round(rl.ACHIEVABLE_COMPUTE, 3)        # 790 / 989 on one H200
-DEFAULT_BANDWIDTH = round(rl.ACHIEVABLE_BANDWIDTH, 3)    # 4.3 / 4.8 on the same H200
+DEFAULT_COMPUTE = round(roofline.ACHIEVABLE_COMPUTE, 3)        # 790 / 989 on one H200
+DEFAULT_BANDWIDTH = round(roofline.ACHIEVABLE_BANDWIDTH, 3)    # 4.3 / 4.8 on the same H200
 
 
-def hw_from_key(key: tuple) -> rl.Hardware:
+def hw_from_key(key: tuple) -> roofline.Hardware:
     """key = (name, bf16, fp8, bw, ceilings, compute fraction, bandwidth fraction); bf16, fp8, bw for Custom only."""
     name, bf16, fp8, bw, ceil, fc, fb = key
-    base = rl.HARDWARE[name] if name != CUSTOM else rl.custom_hardware(bf16, bw, fp8 or None)
-    return rl.ceilings(base, ceil, fc, fb)
+    base = roofline.HARDWARE[name] if name != CUSTOM else roofline.custom_hardware(bf16, bw, fp8 or None)
+    return roofline.ceilings(base, ceil, fc, fb)
 
 
 def pick_ceilings() -> tuple[str, float, float]:
     """Datasheet peaks, or an achievable fraction of them (defaults: what one H200 measured)."""
-    ceil = bound_radio("Ceilings", rl.CEILINGS, key="ceil", default="datasheet", format_func=CEILING_LABELS.get,
+    ceil = bound_radio("Ceilings", roofline.CEILINGS, key="ceil", default="datasheet", format_func=CEILING_LABELS.get,
                        help="Datasheet peaks flatter the model's knee; real kernels reach a fraction of them.")
     if ceil == "datasheet":
         return ceil, DEFAULT_COMPUTE, DEFAULT_BANDWIDTH
@@ -43,18 +42,20 @@ def pick_ceilings() -> tuple[str, float, float]:
         fc = number_box("Fraction of peak compute", "fc", 0.05, 1.0, DEFAULT_COMPUTE, 0.01, "%.3f")
     with c2:
         fb = number_box("Fraction of bandwidth", "fb", 0.05, 1.0, DEFAULT_BANDWIDTH, 0.01, "%.3f")
-    st.caption(f"Defaults: one H200 measured {rl.H200_MEASURED['bf16_matmul_tflops']:.0f} of 989 TFLOP/s on a bf16 "
-               f"matmul and {rl.H200_MEASURED['copy_tbs']:g} of 4.8 TB/s on a copy. The same compute fraction is "
-               "applied to FP8.")
+    st.caption(
+        f"Defaults: one H200 measured {roofline.H200_MEASURED['bf16_matmul_tflops']:.0f} of 989 TFLOP/s on a bf16 "
+        f"matmul and {roofline.H200_MEASURED['copy_tbs']:g} of 4.8 TB/s on a copy. The same compute fraction is "
+        "applied to FP8."
+    )
     return ceil, float(fc), float(fb)
 
 
-def pick_hardware() -> tuple[rl.Hardware | None, tuple]:
+def pick_hardware() -> tuple[roofline.Hardware | None, tuple]:
     """A preset or custom device, then its ceilings; a bad custom value shows the core's message and gives None."""
-    name = bound_select("Hardware", list(rl.HARDWARE) + [CUSTOM], key="hw", default="H100 SXM")
+    name = bound_select("Hardware", list(roofline.HARDWARE) + [CUSTOM], key="hw", default="H100 SXM")
     bf16 = fp8 = bw = 0.0
     if name != CUSTOM:
-        hw = rl.HARDWARE[name]
+        hw = roofline.HARDWARE[name]
         st.caption(f"Source: {hw.source}. {hw.notes}")
     else:
         c1, c2, c3 = st.columns(3)
@@ -74,19 +75,29 @@ def pick_hardware() -> tuple[rl.Hardware | None, tuple]:
 
 def pick_precision(key: str = "mode") -> tuple[str, str]:
     """(mode, kv): the weights' precision mode and, in FP8 mode, the KV cache's precision (BF16 otherwise)."""
-    mode = bound_radio("Precision", list(rl.MODES), key=key, default="bf16",
-                       captions=[rl.MODE_LABELS[m] for m in rl.MODES])
+    mode = bound_radio(
+        "Precision",
+        list(roofline.MODES),
+        key=key,
+        default="bf16",
+        captions=[roofline.MODE_LABELS[m] for m in roofline.MODES],
+    )
     if mode != "fp8":
         return mode, "bf16"
-    kv = bound_radio("KV cache", list(stp.KV_PRECISIONS), key="kv", default="bf16",
-                     format_func=stp.KV_LABELS.get,
-                     help="An FP8 KV cache halves the bytes attention reads and runs QK^T and PV at the FP8 peak.")
+    kv = bound_radio(
+        "KV cache",
+        list(steptime.KV_PRECISIONS),
+        key="kv",
+        default="bf16",
+        format_func=steptime.KV_LABELS.get,
+        help="An FP8 KV cache halves the bytes attention reads and runs QK^T and PV at the FP8 peak.",
+    )
     return mode, kv
 
 
 def pick_shapes() -> tuple[str, str]:
     """Target and draft decoder shapes, by preset name."""
-    names = list(stp.SHAPES)
+    names = list(steptime.SHAPES)
     target = bound_select("Target shape", names, key="target", default="Llama-3.1-8B")
     draft = bound_select("Draft shape", names, key="draft", default="Llama-3.2-1B (draft)")
     return target, draft
@@ -94,7 +105,7 @@ def pick_shapes() -> tuple[str, str]:
 
 def pick_context(target: str, draft: str) -> int:
     """Cached tokens per sequence, up to what both shapes allow."""
-    max_ctx = min(stp.SHAPES[target].max_context, stp.SHAPES[draft].max_context)
+    max_ctx = min(steptime.SHAPES[target].max_context, steptime.SHAPES[draft].max_context)
     return int(slider_input("Context length L (tokens)", "ctx", 0, max_ctx, min(2048, max_ctx), 256))
 
 
@@ -103,8 +114,9 @@ def pick_batch(default: int = 16) -> int:
     return int(slider_input("Batch B (sequences decoded together)", "batch", 1, 1024, default, 1))
 
 
-def algebra_link(hw_key: tuple, mode: str, kv: str, target: str, draft: str, batch: int, context: int,
-                 alpha: float, gamma: int) -> str:
+def algebra_link(
+    hw_key: tuple, mode: str, kv: str, target: str, draft: str, batch: int, context: int, alpha: float, gamma: int
+) -> str:
     """The algebra page's address in decoder-shape cost mode for this whole workload (not one v)."""
     name, bf16, fp8, bw, ceil, fc, fb = hw_key
     q: dict[str, str] = {"cost": "shape", "target": target, "draft": draft, "hw": name}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from content import interview_content as ic
+from content import interview_content
 
 TOUR_PARAM = "tour"
 
@@ -20,21 +20,21 @@ def tour_step(raw: object) -> int | None:
         n = int(str(raw).strip())
     except (TypeError, ValueError):
         return None
-    return n if 1 <= n <= len(ic.WALKTHROUGH) else None
+    return n if 1 <= n <= len(interview_content.WALKTHROUGH) else None
 
 
 def step_params(n: int) -> dict[str, str]:
     """The query params that open step n: its page's state plus tour=n."""
-    return {**ic.WALKTHROUGH[n - 1].link.params, TOUR_PARAM: str(n)}
+    return {**interview_content.WALKTHROUGH[n - 1].link.params, TOUR_PARAM: str(n)}
 
 
 def start_link(label: str = "Take the 15-minute guided tour") -> None:
     """A link to the tour's first step."""
-    first = ic.WALKTHROUGH[0].link
+    first = interview_content.WALKTHROUGH[0].link
     st.page_link(first.page, label=label, icon=":material/tour:", query_params=step_params(1))
 
 
-def url_path(link: ic.Link) -> str:
+def url_path(link: interview_content.Link) -> str:
     """The url path of a link's page, as st.navigation names it (Home is 'index')."""
     name = link.page.removeprefix("views/").removesuffix(".py")
     return "index" if name == "home" else name
@@ -48,7 +48,7 @@ def _go(n: int) -> None:
 
 def _neighbour(col, n: int, label: str, icon: str, current: str, key: str) -> None:
     """A link to step n's page in its state; a button when step n is on the open page."""
-    link = ic.WALKTHROUGH[n - 1].link
+    link = interview_content.WALKTHROUGH[n - 1].link
     if url_path(link) == current:
         col.button(label, key=key, icon=icon, on_click=_go, args=(n,))
     else:
@@ -58,14 +58,14 @@ def _neighbour(col, n: int, label: str, icon: str, current: str, key: str) -> No
 def tour_bar(n: int, current: str = "") -> None:
     """'Step n of M', the step's question and reveal, and Back / Next (or the end); ``current`` is the open
     page's url path."""
-    steps = ic.WALKTHROUGH
+    steps = interview_content.WALKTHROUGH
     s = steps[n - 1]
     with st.container(border=True, key="tour_bar"):
         left = sum(x.minutes for x in steps[n - 1:])
         st.progress(n / len(steps), text=f"Guided tour: step {n} of {len(steps)}, {s.title} (about {left} min to go)")
         st.markdown(f"**Answer before you reveal:** {s.question}")
         with st.expander("Reveal"):
-            st.markdown(ic.reveal_text(s))
+            st.markdown(interview_content.reveal_text(s))
         back, nxt, end = st.columns([1, 2, 1])
         if n > 1:
             _neighbour(back, n - 1, "Back", ":material/arrow_back:", current, "tour_back")

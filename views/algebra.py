@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from specdec_core import algebra as alg
+from specdec_core import algebra
 from specdec_core.simulate import empirical_pmf, simulate_tokens_per_step, summarise
 from ui import presenter
 from ui.algebra.cost import ShapeCosts, cost_note, shape_costs, v_label
@@ -44,8 +44,8 @@ SECTIONS = {  # the chooser under the model: ?section= opens the same view; only
 def heatmap_data(v: float | np.ndarray, c_max: float) -> tuple[np.ndarray, ...]:
     """Best gamma and speedup over a 201 x 201 (alpha, c) grid, and the break-even alpha for each c."""
     alphas, cs = np.linspace(0.0, 1.0, 201), np.linspace(0.0, c_max, 201)
-    g, s = alg.best_gamma_map(alphas, cs, v, MAX_GAMMA)                      # (A, C)
-    return alphas, cs, s, g, alg.break_even_boundary(cs, v, MAX_GAMMA)
+    g, s = algebra.best_gamma_map(alphas, cs, v, MAX_GAMMA)                      # (A, C)
+    return alphas, cs, s, g, algebra.break_even_boundary(cs, v, MAX_GAMMA)
 
 
 @st.cache_data(max_entries=32)
@@ -102,9 +102,9 @@ def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np
     if mode == "constant":
         return np.full(gamma, alpha), None
     rho = slider_input("decay rho", "rho", 0.0, 1.0, 0.9, 0.01, "%.3f", help="alpha_j = alpha rho^(j-1).")
-    decayed = alg.decay_alphas(alpha, rho, gamma)
+    decayed = algebra.decay_alphas(alpha, rho, gamma)
     if mode == "decay":
-        return decayed, alg.decay_alphas(alpha, rho, MAX_GAMMA)
+        return decayed, algebra.decay_alphas(alpha, rho, MAX_GAMMA)
     text = bound_text(
         "alpha_j, comma-separated (missing positions use the decay model; or edit the table)",
         "aj",
@@ -113,7 +113,7 @@ def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np
     try:  # a blank entry (or a cleared table cell) keeps its position and takes the decay value there
         cells = [x.strip() for x in text.replace(";", ",").split(",")][:gamma] if text.strip() else []
         blank = [j + 1 for j, x in enumerate(cells) if not x]
-        table = alg.fit_alphas([float(x) if x else decayed[j] for j, x in enumerate(cells)], gamma, decayed)
+        table = algebra.fit_alphas([float(x) if x else decayed[j] for j, x in enumerate(cells)], gamma, decayed)
         if blank:
             st.caption(f"Blank alpha_j at position {', '.join(map(str, blank))}: the decay value alpha rho^(j-1) "
                        "is used there; later positions keep their place.")
@@ -137,9 +137,9 @@ def position_alphas(alpha: float, gamma: int, mode: str) -> tuple[np.ndarray, np
 def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search: np.ndarray | None,
              shape: ShapeCosts | None = None) -> float:
     """The formulas with numbers substituted, the metrics, the limits and the break-even alpha; returns speedup."""
-    cost = float(alg.step_cost(gamma, c, v))
+    cost = float(algebra.step_cost(gamma, c, v))
     if search is None:
-        tokens, s = float(alg.expected_tokens(alpha, gamma)), float(alg.speedup(alpha, gamma, c, v))
+        tokens, s = float(algebra.expected_tokens(alpha, gamma)), float(algebra.speedup(alpha, gamma, c, v))
         if alpha == 1.0:
             st.latex(
                 rf"\mathbb{{E}}[N] = \gamma + 1 = {gamma + 1}\quad(\alpha = 1:\ \text{{every draft token is kept}})"
@@ -150,10 +150,10 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
                 rf"{{1-{alpha:g}}} = {num(tokens)}"
             )
     else:
-        terms = " + ".join(["1"] + [num(x) for x in alg.survival_probabilities(aj)][:8]) + (
+        terms = " + ".join(["1"] + [num(x) for x in algebra.survival_probabilities(aj)][:8]) + (
             r" + \cdots" if gamma > 8 else ""
         )
-        tokens, s = alg.expected_tokens_positional(aj), alg.speedup_positional(aj, c, v)
+        tokens, s = algebra.expected_tokens_positional(aj), algebra.speedup_positional(aj, c, v)
         st.latex(rf"\mathbb{{E}}[N] = 1 + \sum_{{i=1}}^{{\gamma}}\prod_{{j\le i}}\alpha_j = {terms} = {num(tokens)}")
     st.latex(
         rf"\text{{cost}} = \gamma c + v = {gamma}\times{c:g} + {v:g} = {num(cost)}\qquad"
@@ -161,7 +161,8 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
         rf" = \frac{{{num(tokens)}}}{{{num(cost)}}} = {s:.2f}\times"
     )
     vs = v if shape is None else shape.v                     # the search's v: held fixed, or v(gamma)
-    best = alg.best_gamma(alpha, c, vs, MAX_GAMMA) if search is None else alg.best_gamma_positional(search, c, vs)
+    best = (algebra.best_gamma(alpha, c, vs, MAX_GAMMA) if search is None
+            else algebra.best_gamma_positional(search, c, vs))
     cols = st.columns(4)
     cols[0].metric("Tokens per step E[N]", num(tokens))
     cols[1].metric("Step cost", num(cost), help="gamma c + v, in target decode steps")
@@ -173,7 +174,7 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
         delta_color="off",
         help=f"Searched over gamma = 0..{MAX_GAMMA if search is None else search.size}.",
     )
-    cost_note(alpha, c, vs, search, best, shape)             # fixed v said plainly, or why v(gamma) picks this gamma
+    cost_note(alpha, c, vs, search, best, shape)  # fixed v said plainly, or why v(gamma) picks this gamma
     if best[0] == MAX_GAMMA:
         st.caption(
             f"The best gamma sits at the search cap {MAX_GAMMA}: with c = {c:g} a longer draft always adds tokens"
@@ -184,12 +185,12 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
             f"**This is a slowdown:** at {s:.2f}x, speculating makes decoding slower than plain decoding. "
             "Acceptance alone does not decide it: the cost gamma c + v does too."
         )
-    lo, hi = alg.speedup_limits(gamma, c, v)
+    lo, hi = algebra.speedup_limits(gamma, c, v)
     st.latex(
         rf"\alpha\to0:\ \frac{{1}}{{\gamma c + v}} = \frac{{1}}{{{num(cost)}}} = {lo:.2f}\times\qquad"
         rf"\alpha\to1:\ \frac{{\gamma+1}}{{\gamma c + v}} = \frac{{{gamma + 1}}}{{{num(cost)}}} = {hi:.2f}\times"
     )
-    be = alg.break_even_alpha(gamma, c, v)
+    be = algebra.break_even_alpha(gamma, c, v)
     label = "Break-even alpha (speedup = 1" + (", constant alpha)" if search is not None else ")")
     if be is None:
         st.markdown(f"**{label}:** none. No alpha in [0, 1] pays here: even alpha = 1 gives {hi:.2f}x.")
@@ -198,28 +199,45 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
     else:
         st.markdown(f"**{label}:** {num(be, 4)}. Below it speculation is a slowdown.")
     if search is not None:
-        positional_comparison(aj, c, v)                # alpha_j against vLLM's r_j; the constant with the same E[N]
+        positional_comparison(aj, c, v)  # alpha_j against vLLM's r_j; the constant with the same E[N]
     return s
 
 
-def figures(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, search: np.ndarray | None,
-            shape: ShapeCosts | None = None) -> None:
+def figures(
+    alpha: float,
+    gamma: int,
+    c: float,
+    v: float,
+    aj: np.ndarray,
+    search: np.ndarray | None,
+    shape: ShapeCosts | None = None,
+) -> None:
     """The two curves (against gamma, against alpha), then the heat map or the law of N, as chosen."""
     gammas = np.arange(17)
-    vs = v if shape is None else shape.v                     # v(gamma) for gamma = 0..32 in decoder-shape mode
-    tokens, speeds = alg.expected_tokens(alpha, gammas), alg.speedup(alpha, gammas, c, alg.v_by_gamma(vs, 16))
-    pos, best = None, alg.best_gamma(alpha, c, vs, 16)
+    vs = v if shape is None else shape.v  # v(gamma) for gamma = 0..32 in decoder-shape mode
+    tokens, speeds = (
+        algebra.expected_tokens(alpha, gammas),
+        algebra.speedup(alpha, gammas, c, algebra.v_by_gamma(vs, 16)),
+    )
+    pos, best = None, algebra.best_gamma(alpha, c, vs, 16)
     if search is not None:
         curve = search[:16]
-        pos = (alg.expected_tokens_prefixes(curve), alg.speedup_prefixes(curve, c, vs))
-        best = alg.best_gamma_positional(curve, c, vs)
+        pos = (algebra.expected_tokens_prefixes(curve), algebra.speedup_prefixes(curve, c, vs))
+        best = algebra.best_gamma_positional(curve, c, vs)
     left, right = st.columns(2)
     show(gamma_figure(gammas, tokens, speeds, best, gamma, pos), key="fig_gamma", where=left)
     grid = np.linspace(0.0, 1.0, 101)
-    curves = {g: alg.speedup(grid, g, c, alg.v_by_gamma(vs, 16)[g]) for g in sorted({1, 2, 4, 8, 16, max(gamma, 1)})}
-    show(alpha_figure(grid, curves, (alpha, float(alg.speedup(alpha, gamma, c, v)))), key="fig_alpha", where=right)
-    below = bound_radio("Below the curves", list(BELOW), key="fig", format_func=BELOW.get,
-                        help="One of the two larger figures at a time, so a slider step redraws only the one shown.")
+    curves = {
+        g: algebra.speedup(grid, g, c, algebra.v_by_gamma(vs, 16)[g]) for g in sorted({1, 2, 4, 8, 16, max(gamma, 1)})
+    }
+    show(alpha_figure(grid, curves, (alpha, float(algebra.speedup(alpha, gamma, c, v)))), key="fig_alpha", where=right)
+    below = bound_radio(
+        "Below the curves",
+        list(BELOW),
+        key="fig",
+        format_func=BELOW.get,
+        help="One of the two larger figures at a time, so a slider step redraws only the one shown.",
+    )
     if below == "heat":
         heat_section(alpha, c, vs)
     else:
@@ -240,7 +258,7 @@ def heat_section(alpha: float, c: float, vs: float | np.ndarray) -> None:
 
 def pmf_section(aj: np.ndarray, gamma: int) -> None:
     """The exact law of tokens per step beside a Monte Carlo run, and its mean, P50 and P99."""
-    pmf = alg.accepted_length_pmf_positional(aj)
+    pmf = algebra.accepted_length_pmf_positional(aj)
     freq, mc = monte_carlo(tuple(float(a) for a in aj), MC_STEPS)
     marks = {"mean": mc["mean"], "P50": mc["p50"], "P99": mc["p99"]}
     show(pmf_figure(pmf, freq, MC_STEPS, marks), key="fig_pmf")
@@ -251,8 +269,8 @@ def pmf_section(aj: np.ndarray, gamma: int) -> None:
     )
     st.markdown(
         f"Simulated: mean **{mc['mean']:.3f}**, P50 **{mc['p50']:g}**, P99 **{mc['p99']:g}** tokens per step "
-        f"(exact: mean {num(alg.expected_tokens_positional(aj))}, P50 {alg.pmf_quantile(pmf, 0.5)}, "
-        f"P99 {alg.pmf_quantile(pmf, 0.99)}). {spread}"
+        f"(exact: mean {num(algebra.expected_tokens_positional(aj))}, P50 {algebra.pmf_quantile(pmf, 0.5)}, "
+        f"P99 {algebra.pmf_quantile(pmf, 0.99)}). {spread}"
     )
 
 
@@ -272,9 +290,14 @@ def reference_sections() -> None:
     """The fixed tables and the temperature explanation under the model, one at a time unless all are asked for.
 
     A fragment of its own: choosing a section reruns this, not the model; a slider step does not rerun it."""
-    shown = bound_radio("Section shown below", list(SECTIONS), key="section", default="papers",
-                        format_func=SECTIONS.get,
-                        help="Each section is drawn only when it is shown; the address keeps the choice.")
+    shown = bound_radio(
+        "Section shown below",
+        list(SECTIONS),
+        key="section",
+        default="papers",
+        format_func=SECTIONS.get,
+        help="Each section is drawn only when it is shown; the address keeps the choice.",
+    )
     every = shown == "all"
     if every or shown == "papers":
         paper_section()
@@ -292,7 +315,7 @@ def model_section() -> None:
     A fragment: a slider step reruns this, not the page's text, the seed check or the temperature section."""
     alpha, gamma, c, v, mode, shape = controls()
     aj, search = position_alphas(alpha, gamma, mode)
-    slot = presenter.top()   # presenter mode: the two curves right below the sliders, the formulas after them
+    slot = presenter.top()  # presenter mode: the two curves right below the sliders, the formulas after them
     readouts(alpha, gamma, c, v, aj, search, shape)
     with presenter.key_figure(slot):
         figures(alpha, gamma, c, v, aj, search, shape)

@@ -11,12 +11,12 @@ from urllib.parse import quote
 
 import streamlit as st
 
-from content import interview_content as ic
-from specdec_core import drills as dr
+from content import interview_content
+from specdec_core import drills
 from specdec_core.drill_kinds import DRILL_KINDS, DRILL_LEVELS
 from ui import presenter
 from ui.controls import bound_radio, bound_text, bound_toggle, set_value, slider_input
-from ui.interview import widgets as w
+from ui.interview import widgets
 from ui.interview.mock import render_mock
 from ui.safe_text import md
 
@@ -46,18 +46,18 @@ def _use_seed(seed: str | None = None) -> None:
 
 def seed_controls(classroom: bool) -> str:
     """The drill seed: ?seed= if given, else the classroom seed in classroom mode, else a personal one."""
-    personal = w.session_default("iv_personal_seed", _random_seed())
+    personal = widgets.session_default("iv_personal_seed", _random_seed())
     cols = st.columns([2, 1, 1], vertical_alignment="bottom")
     with cols[0]:
         typed = bound_text(
             "Drill set (seed)", "seed", max_len=64,
-            placeholder=f"{dr.CLASSROOM_SEED if classroom else personal} (empty: default)",
+            placeholder=f"{drills.CLASSROOM_SEED if classroom else personal} (empty: default)",
             help="The same seed gives everyone the same drills. 'classroom' is the shared set.",
         )
     cols[1].button("New set", key="new_set", on_click=_use_seed, icon=":material/casino:")
-    cols[2].button("Classroom set", key="class_set", on_click=_use_seed, args=(dr.CLASSROOM_SEED,),
+    cols[2].button("Classroom set", key="class_set", on_click=_use_seed, args=(drills.CLASSROOM_SEED,),
                    icon=":material/groups:")
-    seed = typed.strip() or (dr.CLASSROOM_SEED if classroom else personal)
+    seed = typed.strip() or (drills.CLASSROOM_SEED if classroom else personal)
     st.caption(
         f"Drill set **{md(seed)}**: share `/interview?part=Drills&seed={quote(seed, safe='')}` to give someone the "
         "same drills."
@@ -77,27 +77,27 @@ def render() -> None:
     part = bound_radio("Section", PARTS, key="part", label_visibility="collapsed")
 
     if part == "Checklist":
-        w.render_checklist()
+        widgets.render_checklist()
     elif part == "Drills":
         st.subheader("Numeric drills")
         seed = seed_controls(classroom)
         level = bound_radio("Drills to show", tuple(DRILL_LEVELS), key="level",
                             help="Senior: long context, paged KV rollback, sample-and-compare, tree masks.")
-        w.render_drills(seed, classroom, DRILL_LEVELS[level])
+        widgets.render_drills(seed, classroom, DRILL_LEVELS[level])
     elif part == "Concepts":
-        w.render_concepts()
+        widgets.render_concepts()
     elif part == "30-second":
-        w.render_thirty_seconds()
+        widgets.render_thirty_seconds()
     elif part == "Mock interview":
         render_mock()
     elif part == "Flashcards":
         st.subheader("Flashcards: one per formula")
-        index = slider_input("Card", "card", 1, len(ic.FLASHCARDS), 1, 1)
-        w.render_flashcards(int(index))
+        index = slider_input("Card", "card", 1, len(interview_content.FLASHCARDS), 1, 1)
+        widgets.render_flashcards(int(index))
     else:
         st.subheader("Guided walkthrough: about 15 minutes through the whole app")
-        step = slider_input("Step", "step", 1, len(ic.WALKTHROUGH), 1, 1)
-        w.render_walkthrough(int(step))
+        step = slider_input("Step", "step", 1, len(interview_content.WALKTHROUGH), 1, 1)
+        widgets.render_walkthrough(int(step))
 
 
 render()

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
-from gpu_demo import pairs as gp
+from gpu_demo import pairs
 from gpu_demo.decode import RoundEvent, autoregressive, check_prompt_and_length, speculative
 from gpu_demo.live.queue import TurnQueue, decode_threads
 from gpu_demo.sampler import SamplingConfig, check_sampling
@@ -34,7 +34,7 @@ class SharedPair:
 
     name: str
     device: str
-    pair: gp.Pair | None
+    pair: pairs.Pair | None
     error: str | None
     load_s: float
     queue: TurnQueue = field(default_factory=TurnQueue)

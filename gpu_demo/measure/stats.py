@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from gpu_demo.decode import RoundEvent
-from specdec_core import measure as ms
+from specdec_core import measure
 
 
 def _counts(events: Sequence[RoundEvent]) -> tuple[list[int], list[int]]:
@@ -21,14 +21,14 @@ def _counts(events: Sequence[RoundEvent]) -> tuple[list[int], list[int]]:
 
 def alpha_per_position(events: Sequence[RoundEvent], gamma: int) -> list[float]:
     """alpha_j = P(draft j accepted | drafts 1..j-1 accepted), j = 1..gamma; NaN where never reached."""
-    return ms.alpha_by_position(*_counts(events), gamma).tolist()
+    return measure.alpha_by_position(*_counts(events), gamma).tolist()
 
 
 def overall_alpha(events: Sequence[RoundEvent]) -> float:
     """Pooled acceptance: accepted drafts / drafted positions reached (NaN if none)."""
     if not any(e.k for e in events):
         return math.nan
-    return ms.pooled_alpha(*_counts(events), max(e.k for e in events))
+    return measure.pooled_alpha(*_counts(events), max(e.k for e in events))
 
 
 def mean_accepted_length(events: Sequence[RoundEvent]) -> float:
@@ -39,10 +39,10 @@ def mean_accepted_length(events: Sequence[RoundEvent]) -> float:
 def measure_events(
     gamma: int, events: Sequence[RoundEvent], wall: Sequence[float],
     base: Sequence[RoundEvent], base_wall: Sequence[float],
-) -> ms.Measured:
+) -> measure.Measured:
     """specdec_core.measure.summarise over the events: wall = per-event decode seconds of each run."""
     drafted, accepted = _counts(events)
-    return ms.summarise(
+    return measure.summarise(
         gamma, drafted, accepted, [len(e.emitted) for e in events],
         [e.draft_s for e in events], [e.verify_s for e in events], list(wall),
         [e.verify_s for e in base], list(base_wall),

@@ -13,8 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from specdec_core import algebra as alg
-from specdec_core import steptime as stp
+from specdec_core import algebra, steptime
 from ui.controls import bound_radio
 from ui.hardware_picker import hw_from_key, pick_batch, pick_context, pick_hardware, pick_precision, pick_shapes
 from ui.presenter import show
@@ -47,15 +46,22 @@ class ShapeCosts:
 def gamma_costs(target: str, draft: str, hw_key: tuple, mode: str, kv: str, context: int, batch: int,
                 max_gamma: int) -> tuple[float, np.ndarray]:
     """(c, v(gamma) for gamma = 0..max_gamma) from specdec_core.steptime."""
-    costs = stp.gamma_costs(stp.SHAPES[target], stp.SHAPES[draft], hw_from_key(hw_key), mode, context, batch,
-                            max_gamma, kv)
+    costs = steptime.gamma_costs(
+        steptime.SHAPES[target], steptime.SHAPES[draft], hw_from_key(hw_key), mode, context, batch, max_gamma, kv
+    )
     return costs.c, costs.v
 
 
 def shape_costs(gamma: int, max_gamma: int) -> ShapeCosts | None:
     """The cost-mode choice; in decoder-shape mode its controls, c and v(gamma) metrics and the costs (else None)."""
-    cost = bound_radio("Costs", list(COST_LABELS), key="cost", default="free", format_func=COST_LABELS.get,
-                       help="Free: type c and v. From a decoder shape: the step-time model prices c and v(gamma).")
+    cost = bound_radio(
+        "Costs",
+        list(COST_LABELS),
+        key="cost",
+        default="free",
+        format_func=COST_LABELS.get,
+        help="Free: type c and v. From a decoder shape: the step-time model prices c and v(gamma).",
+    )
     if cost == "free":
         return None
     target, draft = pick_shapes()
@@ -71,8 +77,11 @@ def shape_costs(gamma: int, max_gamma: int) -> ShapeCosts | None:
     c, v = gamma_costs(target, draft, hw_key, mode, kv, context, batch, max_gamma)
     cols = st.columns(2)
     cols[0].metric(f"c at B = {batch}", f"{c:.4f}", help="draft step / target decode step")
-    cols[1].metric(f"v(gamma = {gamma}) at B = {batch}", f"{v[gamma]:.3f}",
-                   help="verify pass of gamma + 1 tokens / target decode step")
+    cols[1].metric(
+        f"v(gamma = {gamma}) at B = {batch}",
+        f"{v[gamma]:.3f}",
+        help="verify pass of gamma + 1 tokens / target decode step",
+    )
     label = f"{target} with {draft} on {hw.name}, {mode}, B = {batch}, context {context:,}"
     return ShapeCosts(c, v, batch, context, label)
 
@@ -85,58 +94,97 @@ def v_label(v: float | np.ndarray) -> str:
 def cost_figure(gammas: np.ndarray, tokens: np.ndarray, cost: np.ndarray, best: int) -> go.Figure:
     """E[N] and the step cost gamma c + v(gamma) against gamma: the speedup is their ratio, below 1 where cost wins."""
     data = [
-        go.Scatter(x=gammas, y=tokens, name="E[N] (tokens per step)", mode="lines+markers",
-                   line=dict(color=OKABE_ITO[0])),
-        go.Scatter(x=gammas, y=cost, name="cost gamma c + v(gamma) (target steps)", mode="lines+markers",
-                   line=dict(color=OKABE_ITO[5], dash="dash"), marker=dict(symbol="square")),
+        go.Scatter(
+            x=gammas, y=tokens, name="E[N] (tokens per step)", mode="lines+markers", line=dict(color=OKABE_ITO[0])
+        ),
+        go.Scatter(
+            x=gammas,
+            y=cost,
+            name="cost gamma c + v(gamma) (target steps)",
+            mode="lines+markers",
+            line=dict(color=OKABE_ITO[5], dash="dash"),
+            marker=dict(symbol="square"),
+        ),
     ]
     if best < gammas.size:
-        data.append(go.Scatter(x=[best], y=[tokens[best]], name=f"best gamma = {best}", mode="markers",
-                               marker=dict(symbol="star", size=16, color=ROLE_COLOUR["predicted"])))
-    layout = go.Layout(title="Why this gamma: tokens gained against the cost of the step", height=380,
-                       xaxis=dict(title="draft length gamma"), yaxis=dict(title="tokens or target steps",
-                                                                          rangemode="tozero"),
-                       legend=dict(y=-0.25, yanchor="top", x=0, xanchor="left"), margin=dict(t=50, b=40))
+        data.append(
+            go.Scatter(
+                x=[best],
+                y=[tokens[best]],
+                name=f"best gamma = {best}",
+                mode="markers",
+                marker=dict(symbol="star", size=16, color=ROLE_COLOUR["predicted"]),
+            )
+        )
+    layout = go.Layout(
+        title="Why this gamma: tokens gained against the cost of the step",
+        height=380,
+        xaxis=dict(title="draft length gamma"),
+        yaxis=dict(title="tokens or target steps", rangemode="tozero"),
+        legend=dict(y=-0.25, yanchor="top", x=0, xanchor="left"),
+        margin=dict(t=50, b=40),
+    )
     return go.Figure(data, layout)
 
 
-def cost_note(alpha: float, c: float, v: float | np.ndarray, search: np.ndarray | None, best: tuple[int, float],
-              shape: ShapeCosts | None) -> None:
+def cost_note(
+    alpha: float,
+    c: float,
+    v: float | np.ndarray,
+    search: np.ndarray | None,
+    best: tuple[int, float],
+    shape: ShapeCosts | None,
+) -> None:
     """Free v: say that the search holds it fixed. v(gamma): show why the best gamma is what it is."""
     if shape is None:
         st.caption(FIXED_V_NOTE)
         return
     n = min(16, search.size) if search is not None else 16
     gammas = np.arange(n + 1)
-    vg = alg.v_by_gamma(v, n)
+    vg = algebra.v_by_gamma(v, n)
     if search is None:
-        tokens, speed = alg.expected_tokens(alpha, gammas), np.asarray(alg.speedup(alpha, gammas, c, vg))
+        tokens, speed = algebra.expected_tokens(alpha, gammas), np.asarray(algebra.speedup(alpha, gammas, c, vg))
     else:
-        tokens, speed = alg.expected_tokens_prefixes(search[:n]), alg.speedup_prefixes(search[:n], c, vg)
-    cost = np.asarray(alg.step_cost(gammas, c, vg))
+        tokens, speed = algebra.expected_tokens_prefixes(search[:n]), algebra.speedup_prefixes(search[:n], c, vg)
+    cost = np.asarray(algebra.step_cost(gammas, c, vg))
     g, s = best
-    verdict = ("no draft length pays here: **do not speculate** (gamma = 0, 1.00x)" if g == 0
-               else f"the best draft length is **gamma = {g}**, at {s:.2f}x")
-    grows = (f"v grows with gamma, from v(1) = {vg[1]:.3f} to v({n}) = {vg[n]:.3f}, so {verdict}. The first draft "
-             f"token alone raises the step cost from 1 to {cost[1]:.3f} target steps (c = {c:.3f} plus "
-             f"v(1) = {vg[1]:.3f}) while E[N] rises only to {tokens[1]:.3f}." if n >= 1 else verdict + ".")
+    verdict = (
+        "no draft length pays here: **do not speculate** (gamma = 0, 1.00x)"
+        if g == 0
+        else f"the best draft length is **gamma = {g}**, at {s:.2f}x"
+    )
+    grows = (
+        f"v grows with gamma, from v(1) = {vg[1]:.3f} to v({n}) = {vg[n]:.3f}, so {verdict}. The first draft "
+        f"token alone raises the step cost from 1 to {cost[1]:.3f} target steps (c = {c:.3f} plus "
+        f"v(1) = {vg[1]:.3f}) while E[N] rises only to {tokens[1]:.3f}."
+        if n >= 1
+        else verdict + "."
+    )
     st.markdown(
         f"**Priced by the decoder shape** ({shape.label}): {grows} A speedup is E[N] / cost: past the point where "
         "the cost line climbs faster than E[N], a longer draft loses."
     )
-    rows = [{"gamma": int(k), "v(gamma)": f"{vg[k]:.3f}", "cost gamma c + v": f"{cost[k]:.3f}",
-             "E[N]": f"{tokens[k]:.3f}", "speedup": f"{speed[k]:.3f}x"} for k in gammas[: WHY_ROWS + 1]]
+    rows = [
+        {
+            "gamma": int(k),
+            "v(gamma)": f"{vg[k]:.3f}",
+            "cost gamma c + v": f"{cost[k]:.3f}",
+            "E[N]": f"{tokens[k]:.3f}",
+            "speedup": f"{speed[k]:.3f}x",
+        }
+        for k in gammas[: WHY_ROWS + 1]
+    ]
     st.dataframe(rows, hide_index=True)
     show(cost_figure(gammas, tokens, cost, g), key="fig_cost")
 
 
 def slowdown_note() -> None:
     """Under the seed's slowdown link: the fixed-v search's answer beside the same case priced by a decoder shape."""
-    g_fixed, s_fixed = alg.best_gamma(0.8, 0.05, 3.5, 32)
+    g_fixed, s_fixed = algebra.best_gamma(0.8, 0.05, 3.5, 32)
     q = SLOWDOWN_SHAPE
     hw_key = (q["hw"], 0.0, 0.0, 0.0, "datasheet", 1.0, 1.0)
     c, v = gamma_costs(q["target"], q["draft"], hw_key, "bf16", "bf16", int(q["ctx"]), int(q["batch"]), 32)
-    g, s = alg.best_gamma(0.8, c, v, 32)
+    g, s = algebra.best_gamma(0.8, c, v, 32)
     st.markdown(
         f"That link holds **v = 3.5 for every gamma**, so its best-gamma search answers gamma = {g_fixed} at "
         f"{s_fixed:.2f}x: a longer draft to escape a slowdown. But a verify pass that costs 3.5 decode steps means "
@@ -145,5 +193,9 @@ def slowdown_note() -> None:
         f"{v[4]:.2f}, near the link's 3.5, with c = {c:.3f}; priced with v(gamma) the best gamma at alpha 0.8 is "
         f"**{g}** ({s:.2f}x)."
     )
-    st.page_link("views/algebra.py", label="Open that case with v(gamma) from the decoder shape", query_params=q,
-                 icon=":material/tune:")
+    st.page_link(
+        "views/algebra.py",
+        label="Open that case with v(gamma) from the decoder shape",
+        query_params=q,
+        icon=":material/tune:",
+    )

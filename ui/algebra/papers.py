@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from specdec_core import algebra as alg
-from specdec_core import presets as ps
+from specdec_core import algebra, presets
 from ui.algebra.cost import slowdown_note
 from ui.controls import get_value, set_value
 
-PRESETS = {f"Leviathan: {r.name}": r for r in ps.LEVIATHAN_ROWS} | {f"Chen: {r.name}": r for r in ps.CHEN_ROWS}
+PRESETS = {f"Leviathan: {r.name}": r for r in presets.LEVIATHAN_ROWS} | {
+    f"Chen: {r.name}": r for r in presets.CHEN_ROWS
+}
 NO_PRESET = "(none)"
-PRESET_LOADED = "_algebra.preset_loaded"     # the preset last copied into the controls
+PRESET_LOADED = "_algebra.preset_loaded"  # the preset last copied into the controls
 
 
 def num(x: float, d: int = 3) -> str:
@@ -22,16 +23,15 @@ def num(x: float, d: int = 3) -> str:
     return f"{x:.{d}f}"
 
 
-
-def preset_values(row: ps.PaperRow) -> dict[str, float]:
+def preset_values(row: presets.PaperRow) -> dict[str, float]:
     """alpha, gamma, c, v to load for a paper row; derived numbers come from the core."""
-    alpha, c = row.alpha, row.c                        # stated by the paper: loaded as is
-    if alpha is None:                                  # derived: rounded to 4 digits for the exact box
-        derived = alg.implied_alpha(row.reported_speedup, row.gamma, row.c)
+    alpha, c = row.alpha, row.c  # stated by the paper: loaded as is
+    if alpha is None:  # derived: rounded to 4 digits for the exact box
+        derived = algebra.implied_alpha(row.reported_speedup, row.gamma, row.c)
         alpha = round(derived, 4) if derived is not None else None
     if c is None:
-        derived = alg.implied_c(row.alpha, row.gamma, row.reported_speedup)
-        c = round(derived, 4) if derived is not None else 0.0     # no c >= 0 reproduces it: the ceiling c = 0
+        derived = algebra.implied_c(row.alpha, row.gamma, row.reported_speedup)
+        c = round(derived, 4) if derived is not None else 0.0  # no c >= 0 reproduces it: the ceiling c = 0
     return {"alpha": alpha, "gamma": row.gamma, "c": c, "v": 1.0}
 
 
@@ -50,8 +50,8 @@ def load_preset() -> None:
 def paper_tables() -> tuple[list[dict], list[dict], dict[str, float]]:
     """Leviathan rows: prediction at c = 0.015, ratio, back-solved c; Chen rows: back-solved alpha (all core)."""
     lev, gaps = [], {}
-    for r in ps.LEVIATHAN_ROWS:
-        cmp = alg.reported_vs_predicted(r.alpha, r.gamma, ps.T5_SMALL_C, r.reported_speedup)
+    for r in presets.LEVIATHAN_ROWS:
+        cmp = algebra.reported_vs_predicted(r.alpha, r.gamma, presets.T5_SMALL_C, r.reported_speedup)
         ic, gaps[r.name] = cmp["implied_c"], cmp["gap"]
         lev.append(
             {
@@ -66,8 +66,8 @@ def paper_tables() -> tuple[list[dict], list[dict], dict[str, float]]:
             }
         )
     chen = []
-    for r in ps.CHEN_ROWS:
-        a = alg.implied_alpha(r.reported_speedup, r.gamma, r.c)
+    for r in presets.CHEN_ROWS:
+        a = algebra.implied_alpha(r.reported_speedup, r.gamma, r.c)
         chen.append(
             {
                 "row": r.name,
@@ -88,7 +88,7 @@ def paper_section() -> None:
     st.subheader("Published operating points")
     lev, chen, gaps = paper_tables()
     st.dataframe(lev, hide_index=True)
-    st.caption(f"Source: {ps.LEVIATHAN}. The paper gives c of about {ps.T5_SMALL_C} for T5-small only.")
+    st.caption(f"Source: {presets.LEVIATHAN}. The paper gives c of about {presets.T5_SMALL_C} for T5-small only.")
     st.markdown(
         "For T5-small on EnDe the formula lands within "
         + " and ".join(f"{abs(g):.0%} ({name[-6:]})" for name, g in gaps.items() if name.startswith("EnDe, T5-small"))
@@ -102,21 +102,21 @@ def paper_section() -> None:
     )
     st.dataframe(chen, hide_index=True)
     st.caption(
-        f"Source: {ps.CHEN}. The paper reports no alpha; the column is the alpha at which the formula "
+        f"Source: {presets.CHEN}. The paper reports no alpha; the column is the alpha at which the formula "
         "reproduces the reported speedup, not a measurement."
     )
     with st.expander("Acceptance rates reported without a speedup (Leviathan et al.)"):
         st.dataframe(
-            [{"target": t, "draft": d, "temp": tmp, "alpha": a} for t, d, tmp, a in ps.ALPHA_ONLY], hide_index=True
+            [{"target": t, "draft": d, "temp": tmp, "alpha": a} for t, d, tmp, a in presets.ALPHA_ONLY], hide_index=True
         )
-        st.caption(f"Source: {ps.LEVIATHAN_ALPHA}.")
+        st.caption(f"Source: {presets.LEVIATHAN_ALPHA}.")
 
 
 def preset_check(choice: str, current: dict[str, float]) -> None:
     """The loaded preset's formula prediction against its report, and a button back to it once the sliders moved."""
     if choice in PRESETS:
         r, vals = PRESETS[choice], preset_values(PRESETS[choice])
-        cmp = alg.reported_vs_predicted(vals["alpha"], r.gamma, vals["c"], r.reported_speedup)
+        cmp = algebra.reported_vs_predicted(vals["alpha"], r.gamma, vals["c"], r.reported_speedup)
         derived = [k for k, x in (("alpha", r.alpha), ("c", r.c)) if x is None]
         st.success(
             f"Preset **{choice}**: alpha = {vals['alpha']:g}, gamma = {r.gamma}, c = {vals['c']:g}, v = 1. "
@@ -149,12 +149,12 @@ def seed_section() -> None:
             "gamma": k.gamma,
             "c": k.c,
             "v": k.v,
-            "E[N]": num(float(alg.expected_tokens(k.alpha, k.gamma)), 4),
-            "cost": num(float(alg.step_cost(k.gamma, k.c, k.v)), 2),
-            "speedup": f"{float(alg.speedup(k.alpha, k.gamma, k.c, k.v)):.2f}x",
+            "E[N]": num(float(algebra.expected_tokens(k.alpha, k.gamma)), 4),
+            "cost": num(float(algebra.step_cost(k.gamma, k.c, k.v)), 2),
+            "speedup": f"{float(algebra.speedup(k.alpha, k.gamma, k.c, k.v)):.2f}x",
             "note": k.note,
         }
-        for k in ps.SEED_CASES
+        for k in presets.SEED_CASES
     ]
     st.dataframe(cases, hide_index=True)
     st.markdown("The same acceptance flips from a speedup to a slowdown when verification gets dearer:")
@@ -174,7 +174,7 @@ def seed_section() -> None:
             "cost": num(r["cost"]),
             "speedup": f"{r['speedup']:.2f}x",
         }
-        for r in alg.seed_table(ps.SEED_TABLE_ROWS)
+        for r in algebra.seed_table(presets.SEED_TABLE_ROWS)
     ]
     st.dataframe(table, hide_index=True)
-    st.caption(f"Integer search over gamma = 0..16 at v = 1; the costs are illustrative. Source: {ps.SEED}.")
+    st.caption(f"Integer search over gamma = 0..16 at v = 1; the costs are illustrative. Source: {presets.SEED}.")

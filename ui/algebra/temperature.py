@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from specdec_core import presets as ps
+from specdec_core import presets
 from specdec_core.rejection import acceptance_rate
 from specdec_core.sampling import sampling_distribution
 
@@ -40,7 +40,7 @@ def temperature_section() -> None:
     )
     st.dataframe([{"target p": str(list(p)), "draft q": str(list(q)), "alpha at T = 0": f"{alpha_at(p, q, 0.0):.2f}",
                    "alpha at T = 1": f"{alpha_at(p, q, 1.0):.2f}"} for p, q in CONTEXTS], hide_index=True)
-    pairs = ps.temperature_pairs()
+    pairs = presets.temperature_pairs()
     st.dataframe([{"target / draft": name, "alpha, temp 0": a0, "alpha, temp 1": a1, "": _direction(a0, a1)}
                   for name, a0, a1 in pairs], hide_index=True)
     rising = [name for name, a0, a1 in pairs if a1 > a0]
@@ -50,4 +50,4 @@ def temperature_section() -> None:
         + "the two rates can move in opposite directions, so quote alpha with the temperature it was measured at, "
         "and measure it at the temperature you serve."
     )
-    st.caption(f"Source: {ps.LEVIATHAN}; {ps.LEVIATHAN_ALPHA}.")
+    st.caption(f"Source: {presets.LEVIATHAN}; {presets.LEVIATHAN_ALPHA}.")

@@ -11,8 +11,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from specdec_core import algebra as alg
-from specdec_core import vllm_metrics as vm
+from specdec_core import algebra, vllm_metrics
 from specdec_core.measure import fill_unreached
 
 EXAMPLE_LINE = (   # vLLM's line for alpha_j = 0.9, 0.5, 0.2 over 100 drafts of 3 tokens
@@ -40,7 +39,7 @@ def positional_comparison(aj: np.ndarray, c: float, v: float) -> None:
     gives the same E[N] (not the mean of the alpha_j)."""
     if aj.size == 0:
         return
-    gap, rates = alg.positional_gap(aj, c, v), vm.rates_from_alphas(aj)
+    gap, rates = algebra.positional_gap(aj, c, v), vllm_metrics.rates_from_alphas(aj)
     st.dataframe(
         {
             "position j": list(range(1, aj.size + 1)),
@@ -70,21 +69,21 @@ def positional_comparison(aj: np.ndarray, c: float, v: float) -> None:
 def _models(text: str) -> list[str]:
     """The model names in a scrape, parsed once per text; [] where there are none (parse() then says why)."""
     try:
-        return vm.model_names(text)
+        return vllm_metrics.model_names(text)
     except ValueError:
         return []
 
 
 @st.cache_data(max_entries=8)
-def _parsed(text: str, model: str | None) -> tuple[vm.SpecDecodeCounts | None, str | None]:
+def _parsed(text: str, model: str | None) -> tuple[vllm_metrics.SpecDecodeCounts | None, str | None]:
     """(counts, None) or (None, the reason): the pasted text parsed once per (text, model), not on every rerun."""
     try:
-        return vm.parse(text, model_name=model), None
+        return vllm_metrics.parse(text, model_name=model), None
     except ValueError as exc:
         return None, str(exc)
 
 
-def _read(text: str) -> vm.SpecDecodeCounts | None:
+def _read(text: str) -> vllm_metrics.SpecDecodeCounts | None:
     """Parse the pasted text (asking for the model when a scrape holds several); None after showing why not."""
     if len(text) > PASTE_LIMIT:
         st.warning(f"**That paste is too long:** more than {PASTE_LIMIT:,} characters, the most the box takes "
@@ -99,7 +98,7 @@ def _read(text: str) -> vm.SpecDecodeCounts | None:
     return counts
 
 
-def _table(counts: vm.SpecDecodeCounts) -> None:
+def _table(counts: vllm_metrics.SpecDecodeCounts) -> None:
     """Per position: vLLM's rate as given, the conditional alpha_j, and its rounding range or its count."""
     r, a = counts.per_position_rates(), counts.conditional_alphas()
     table = {
@@ -150,14 +149,14 @@ def paste_section(c: float, v: float, v_of_gamma: np.ndarray | None = None) -> N
     _derived(counts, c, v, v_of_gamma)
 
 
-def _derived(counts: vm.SpecDecodeCounts, c: float, v: float, v_of_gamma: np.ndarray | None) -> None:
+def _derived(counts: vllm_metrics.SpecDecodeCounts, c: float, v: float, v_of_gamma: np.ndarray | None) -> None:
     """The numbers a parsed input gives, and with the page's c and v the predicted speedup and best gamma."""
     g, a = counts.gamma, fill_unreached(counts.conditional_alphas())      # unreached adds nothing to E[N]
     rate, length = counts.acceptance_rate(), counts.mean_acceptance_length()
-    en, eq = alg.expected_tokens_positional(a), alg.equivalent_alpha(a)
+    en, eq = algebra.expected_tokens_positional(a), algebra.equivalent_alpha(a)
     vs = v if v_of_gamma is None or v_of_gamma.size <= g else v_of_gamma[: g + 1]     # v, or v(0..g)
-    s = float(alg.speedup_prefixes(a, c, vs)[g])
-    best, s_best = alg.best_gamma_positional(a, c, vs)
+    s = float(algebra.speedup_prefixes(a, c, vs)[g])
+    best, s_best = algebra.best_gamma_positional(a, c, vs)
     _table(counts)
     cols = st.columns(4)
     cols[0].metric("Acceptance rate (vLLM)", f"{rate:.3f}", help="accepted / drafted tokens")
@@ -190,8 +189,8 @@ def _derived(counts: vm.SpecDecodeCounts, c: float, v: float, v_of_gamma: np.nda
             "draft as reaching every position, so these alpha_j are lower bounds past the first position; E[N] "
             "is still the measured mean length."
         )
-    wrong_r = alg.expected_tokens_positional(counts.per_position_rates())
-    wrong_rate = float(alg.expected_tokens(rate, g))
+    wrong_r = algebra.expected_tokens_positional(counts.per_position_rates())
+    wrong_rate = float(algebra.expected_tokens(rate, g))
     st.markdown(
         f"Two tempting misreadings: vLLM's r_j fed to 1 + sum prod alpha_j as if conditional give E[N] = "
         f"{wrong_r:.3f}, and its acceptance rate {rate:.3f} used as a constant alpha gives {wrong_rate:.3f}; "

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import plotly.graph_objects as go
 
-from specdec_core import drills as dr
+from specdec_core import drills
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup
 from specdec_core.drill_kinds import kv_batch_of, rule_law, tree_depth_masses, tree_mask_of
 from specdec_core.paged_kv import page_fill, pages_held
@@ -214,7 +214,7 @@ FIGURES: dict[str, Callable[[dict], go.Figure]] = {
 }
 
 
-def drill_figure(drill: dr.Drill, large: bool = False) -> go.Figure:
+def drill_figure(drill: drills.Drill, large: bool = False) -> go.Figure:
     """The drill on its curve (FIGURES: one per kind), at projector or laptop size."""
     if drill.kind not in FIGURES:
         raise ValueError(f"no figure for drill kind {drill.kind!r}")

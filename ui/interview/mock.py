@@ -8,9 +8,7 @@ import time
 
 import streamlit as st
 
-from content import drill_text as dt
-from content import interview_content as ic
-from content import mock
+from content import drill_text, interview_content, mock
 from specdec_core.drill_kinds import DRILL_TITLES
 
 ACTIVE, RESULTS = "iv_mock", "iv_mock_results"    # (MockSet, t0) while running; [MockResult] of this session
@@ -42,7 +40,7 @@ def _form(m: mock.MockSet, t0: float) -> None:
                "(the time is counted when you submit).")
     with st.form("mock_form"):
         for i, d in enumerate(m.drills, start=1):
-            st.markdown(f"**{i}. {DRILL_TITLES[d.kind]}.** " + dt.prompt(d))
+            st.markdown(f"**{i}. {DRILL_TITLES[d.kind]}.** " + drill_text.prompt(d))
             if d.answer_type == "choice":
                 st.radio("Answer", ["A", "B"], index=None, key=f"mock_ans_{d.kind}", horizontal=True)
             else:
@@ -53,7 +51,7 @@ def _form(m: mock.MockSet, t0: float) -> None:
                      key=f"mock_cq_{q.key}")
         st.markdown(f"**{len(m.drills) + len(m.concepts) + 1}. Say the 30-second answer out loud**, then tick what "
                     "you said.")
-        for k, p in enumerate(ic.KEY_PHRASES):
+        for k, p in enumerate(interview_content.KEY_PHRASES):
             st.checkbox(p, key=f"mock_phrase_{k}")
         st.form_submit_button("Submit", on_click=_submit, args=(m, t0), type="primary")
 
@@ -62,7 +60,7 @@ def _submit(m: mock.MockSet, t0: float) -> None:
     ss = st.session_state
     answers = {d.kind: str(ss.get(f"mock_ans_{d.kind}") or "") for d in m.drills}
     picks = {q.key: ss.get(f"mock_cq_{q.key}") for q in m.concepts}
-    phrases = sum(bool(ss.get(f"mock_phrase_{k}")) for k in range(len(ic.KEY_PHRASES)))
+    phrases = sum(bool(ss.get(f"mock_phrase_{k}")) for k in range(len(interview_content.KEY_PHRASES)))
     ss.setdefault(RESULTS, []).append(mock.score(m, answers, picks, phrases, time.monotonic() - t0))
     ss[ACTIVE] = None
     for key in [k for k in ss if str(k).startswith(("mock_ans_", "mock_cq_", "mock_phrase_"))]:

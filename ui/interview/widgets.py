@@ -10,9 +10,8 @@ import time
 
 import streamlit as st
 
-from content import drill_text as dt
-from content import interview_content as ic
-from specdec_core import drills as dr
+from content import drill_text, interview_content
+from specdec_core import drills
 from specdec_core.drill_kinds import DRILL_KINDS, DRILL_TITLES
 from ui.controls import set_value
 from ui.interview.figures import drill_figure
@@ -37,7 +36,7 @@ def session_default(name: str, default):
 def render_checklist() -> None:
     """The five points, each with its explanation and a link to the page state that shows it."""
     st.subheader("What interviewers listen for")
-    for i, item in enumerate(ic.CHECKLIST, start=1):
+    for i, item in enumerate(interview_content.CHECKLIST, start=1):
         with st.container(border=True):
             st.markdown(f"**{i}. {item.point}**")
             st.markdown(item.explanation)
@@ -55,26 +54,26 @@ def render_drills(seed: str, classroom: bool, kinds: tuple[str, ...] = DRILL_KIN
                    help="Right within two tries: a wrong first answer gets a diagnosis and one retry; then the worked "
                         "solution is shown, so later answers are checked but not scored.")
     cols[1].metric("Answered", f"{len(mine)} / {len(kinds)}")
-    cols[2].caption(f"Graded {dr.TOLERANCE_TEXT}. Answers rounded to two decimals always pass; "
+    cols[2].caption(f"Graded {drills.TOLERANCE_TEXT}. Answers rounded to two decimals always pass; "
                     "typed units such as '2.8x' are fine; write decimals with a point (2.53, not 2,53).")
-    for i, drill in enumerate(dr.drill_set(seed, kinds), start=1):
+    for i, drill in enumerate(drills.drill_set(seed, kinds), start=1):
         with st.container(border=True):
             st.markdown(f"**Drill {i}. {DRILL_TITLES[drill.kind]}**")
-            st.markdown(dt.prompt(drill))
+            st.markdown(drill_text.prompt(drill))
             if classroom:
                 _predict_then_reveal(drill, seed)
             else:
                 _graded(drill, seed)
 
 
-def _record(drill: dr.Drill, seed: str, response: str, final: bool | None = None) -> None:
+def _record(drill: drills.Drill, seed: str, response: str, final: bool | None = None) -> None:
     """Grade ``response`` and keep the verdict. Invalid input is reported, not scored. A first wrong answer gets
     its diagnosis and one retry; the answer that shows the solution (right, or the retry) is the score, and
     later answers are graded but cannot change it."""
     key = (seed, drill.kind)
     shown = key in session_default(SCORE, {})
     tries = session_default(TRIES, {})
-    g = dr.grade(drill, response, final=True if shown else bool(final or tries.get(key, 0) >= 1))
+    g = drills.grade(drill, response, final=True if shown else bool(final or tries.get(key, 0) >= 1))
     session_default(GRADES, {})[key] = g
     if g.valid and not g.final:
         tries[key] = tries.get(key, 0) + 1
@@ -82,22 +81,22 @@ def _record(drill: dr.Drill, seed: str, response: str, final: bool | None = None
         session_default(SCORE, {}).setdefault(key, g.correct)
 
 
-def _on_check(drill: dr.Drill, seed: str) -> None:
+def _on_check(drill: drills.Drill, seed: str) -> None:
     _record(drill, seed, st.session_state.get(f"ans_{drill.kind}", ""))
 
 
-def _on_give_up(drill: dr.Drill, seed: str) -> None:
+def _on_give_up(drill: drills.Drill, seed: str) -> None:
     _record(drill, seed, st.session_state.get(f"ans_{drill.kind}", ""), final=True)
 
 
-def _answer_box(drill: dr.Drill, label: str, disabled: bool = False) -> None:
+def _answer_box(drill: drills.Drill, label: str, disabled: bool = False) -> None:
     if drill.answer_type == "choice":
         st.radio(label, ["A", "B"], index=None, key=f"ans_{drill.kind}", horizontal=True, disabled=disabled)
     else:
         st.text_input(label, key=f"ans_{drill.kind}", disabled=disabled, placeholder="a number, e.g. 2.53")
 
 
-def _graded(drill: dr.Drill, seed: str) -> None:
+def _graded(drill: drills.Drill, seed: str) -> None:
     """Answer box, Check button, verdict and (after any graded attempt) the worked solution."""
     grades = session_default(GRADES, {})
     _answer_box(drill, "Your answer")
@@ -121,7 +120,7 @@ def _graded(drill: dr.Drill, seed: str) -> None:
     _solution(drill, large=False)
 
 
-def _predict_then_reveal(drill: dr.Drill, seed: str) -> None:
+def _predict_then_reveal(drill: drills.Drill, seed: str) -> None:
     """Classroom: the class commits to a prediction, then the answer and the working appear."""
     locked, revealed = session_default(LOCKED, {}), session_default(REVEALED, set())
     key = (seed, drill.kind)
@@ -150,11 +149,11 @@ def _predict_then_reveal(drill: dr.Drill, seed: str) -> None:
     _solution(drill, large=True)
 
 
-def _solution(drill: dr.Drill, large: bool) -> None:
+def _solution(drill: drills.Drill, large: bool) -> None:
     """The governing formula, the worked lines, and the drill on its curve."""
     with st.expander("Worked solution", expanded=True):
-        st.latex(dt.formula(drill))
-        st.code("\n".join(dt.solution(drill)), language=None, wrap_lines=True)
+        st.latex(drill_text.formula(drill))
+        st.code("\n".join(drill_text.solution(drill)), language=None, wrap_lines=True)
         show(drill_figure(drill, large), key=f"fig_{drill.kind}", width="stretch")
 
 
@@ -162,7 +161,7 @@ def _solution(drill: dr.Drill, large: bool) -> None:
 def render_concepts() -> None:
     """Multiple choice on the seed's traps; every option, right or wrong, explains itself."""
     st.subheader("Concept questions: the traps")
-    for i, q in enumerate(ic.CONCEPT_QUESTIONS, start=1):
+    for i, q in enumerate(interview_content.CONCEPT_QUESTIONS, start=1):
         with st.container(border=True):
             st.markdown(f"**{i}. {q.question}**")
             labels = [o.text for o in q.options]
@@ -170,7 +169,7 @@ def render_concepts() -> None:
                             index=None, key=f"cq_{q.key}", label_visibility="collapsed")
             if pick is None:
                 continue
-            ok, why = ic.check_choice(q, pick)
+            ok, why = interview_content.check_choice(q, pick)
             (st.success if ok else st.error)(("Right. " if ok else "Not this one. ") + why)
             st.caption(f"The trap this question probes: {q.trap}.")   # named only after an answer
             if not ok:
@@ -188,40 +187,50 @@ def render_thirty_seconds() -> None:
     st.subheader("Say it in 30 seconds")
     running = session_default(RUNNING, False)
     if not running:
-        st.info(ic.THIRTY_SECOND_ANSWER)
-        words = ic.word_count(ic.THIRTY_SECOND_ANSWER)
-        st.caption(f"{words} words: about {60 * words / ic.SPEAKING_WORDS_PER_MINUTE:.0f} s at "
-                   f"{ic.SPEAKING_WORDS_PER_MINUTE} words a minute, inside the {ic.PRACTICE_SECONDS} s timer.")
+        st.info(interview_content.THIRTY_SECOND_ANSWER)
+        words = interview_content.word_count(interview_content.THIRTY_SECOND_ANSWER)
+        st.caption(f"{words} words: about {60 * words / interview_content.SPEAKING_WORDS_PER_MINUTE:.0f} s at "
+                   f"{interview_content.SPEAKING_WORDS_PER_MINUTE} words a minute, "
+                   f"inside the {interview_content.PRACTICE_SECONDS} s timer.")
 
     def _start() -> None:
         st.session_state[T0], st.session_state[RUNNING] = time.monotonic(), True
 
-    st.button("Start a 30-second practice" if not running else "Restart", key="practice_start",
-              on_click=_start, icon=":material/timer:")
+    st.button(
+        "Start a 30-second practice" if not running else "Restart",
+        key="practice_start",
+        on_click=_start,
+        icon=":material/timer:",
+    )
     if running:
-        st.caption("The model answer and its key phrases are hidden while you practise. Speak out loud; "
-                   "tick what you said when the timer ends.")
+        st.caption(
+            "The model answer and its key phrases are hidden while you practise. Speak out loud; "
+            "tick what you said when the timer ends."
+        )
         _countdown()
         return
     st.markdown("**Key phrases: tick what you said**")
-    ticked = sum(bool(st.checkbox(p, key=f"phrase_{i}")) for i, p in enumerate(ic.KEY_PHRASES))
-    st.progress(ticked / len(ic.KEY_PHRASES), text=f"{ticked} of {len(ic.KEY_PHRASES)} key phrases")
+    ticked = sum(bool(st.checkbox(p, key=f"phrase_{i}")) for i, p in enumerate(interview_content.KEY_PHRASES))
+    st.progress(
+        ticked / len(interview_content.KEY_PHRASES),
+        text=f"{ticked} of {len(interview_content.KEY_PHRASES)} key phrases",
+    )
 
 
 @st.fragment(run_every=1)
 def _countdown() -> None:
     """Reruns every second while practice runs; a full rerun at zero stops it."""
-    left = ic.PRACTICE_SECONDS - (time.monotonic() - st.session_state[T0])
+    left = interview_content.PRACTICE_SECONDS - (time.monotonic() - st.session_state[T0])
     if left <= 0:
         st.session_state[RUNNING] = False
         st.rerun()
-    st.progress(left / ic.PRACTICE_SECONDS, text=f"{left:.0f} s left")
+    st.progress(left / interview_content.PRACTICE_SECONDS, text=f"{left:.0f} s left")
 
 
 # ------------------------------------------------------------ flashcards ----
 def render_flashcards(index: int) -> None:
     """One card: the name of a formula; reveal shows the formula and why it matters."""
-    card = ic.FLASHCARDS[index - 1]
+    card = interview_content.FLASHCARDS[index - 1]
     with st.container(border=True):
         st.markdown(f"### {card.front}")
         if st.toggle("Reveal", key=f"fc_reveal_{index}"):
@@ -232,18 +241,20 @@ def render_flashcards(index: int) -> None:
 # ----------------------------------------------------------- walkthrough ----
 def render_walkthrough(step: int) -> None:
     """Step ``step`` (1-based): open a page in a state, answer before revealing, go on."""
-    steps = ic.WALKTHROUGH
+    steps = interview_content.WALKTHROUGH
     s = steps[step - 1]
-    left = sum(x.minutes for x in steps[step - 1:])
+    left = sum(x.minutes for x in steps[step - 1 :])
     st.progress(step / len(steps), text=f"Step {step} of {len(steps)}, about {left} min to go")
     with st.container(border=True):
         st.markdown(f"### {step}. {s.title}")
-        st.page_link(s.link.page, label=f"Open: {s.link.url}", icon=":material/open_in_new:",
-                     query_params=s.link.params)
+        st.page_link(
+            s.link.page, label=f"Open: {s.link.url}", icon=":material/open_in_new:", query_params=s.link.params
+        )
         st.markdown(f"**Answer before you reveal:** {s.question}")
         if st.toggle("Reveal", key=f"walk_reveal_{step}"):
-            st.success(ic.reveal_text(s))
+            st.success(interview_content.reveal_text(s))
     if step < len(steps):
+
         def _next() -> None:
             set_value("step", step + 1)
 

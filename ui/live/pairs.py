@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from gpu_demo import pairs as gp
+from gpu_demo import pairs
 from gpu_demo.device import gpu_name
 from gpu_demo.live.queue import CPU_DECODE_THREADS, decode_threads, device_queue
 from gpu_demo.live.runner import SharedPair
@@ -37,7 +37,7 @@ def device_choices() -> tuple[list[str], str]:
 def resolve(device: str) -> tuple[str, str | None]:
     """('cpu'|'cuda', None) or ('cpu', why the asked device cannot be used)."""
     try:
-        return gp.resolve_device(device).type, None
+        return pairs.resolve_device(device).type, None
     except ValueError as exc:
         return "cpu", str(exc)
 
@@ -46,7 +46,7 @@ def resolve(device: str) -> tuple[str, str | None]:
 def pair_status(device: str) -> dict[str, tuple[bool, str]]:
     """For every registered pair: (can load here, reason if not). The 'hf' pair loads models named by whoever
     runs the command-line tool; a web page never chooses which model files the server opens, so it is off here."""
-    status = {name: gp.availability(name, device) for name in gp.PAIRS}
+    status = {name: pairs.availability(name, device) for name in pairs.PAIRS}
     if "hf" in status:
         status["hf"] = (False, WEB_HF_REASON)
     return status
@@ -54,13 +54,13 @@ def pair_status(device: str) -> dict[str, tuple[bool, str]]:
 
 def pair_description(name: str) -> str:
     """The registry's one-line description, license and load cost."""
-    spec = gp.PAIRS[name]
+    spec = pairs.PAIRS[name]
     return f"{spec.description} License: {spec.license}. Load: {spec.load_cost}."
 
 
 # One entry per (pair, device): cycling through every pair never evicts (and reloads) one. The SmolLM2 pairs
 # also share one target per device (gpu_demo.models.smollm2.shared_target), so "once per server" holds.
-PAIR_CACHE_ENTRIES = len(gp.PAIRS) * len(("cpu", "cuda"))
+PAIR_CACHE_ENTRIES = len(pairs.PAIRS) * len(("cpu", "cuda"))
 
 
 @st.cache_resource(max_entries=PAIR_CACHE_ENTRIES,
@@ -70,10 +70,10 @@ def shared_pair(name: str, device: str, assets: str | None) -> SharedPair:
     keeps no exception, so the next page run retries (after the file is fixed, without a server restart)."""
     t0 = time.perf_counter()
     options = {"assets": Path(assets)} if (assets and name == "builtin") else {}
-    pair = gp.load_pair(name, device, **options)
+    pair = pairs.load_pair(name, device, **options)
     load_s = time.perf_counter() - t0
     with decode_threads(device):  # as the runs decode: on a busy CPU, two OpenMP threads took SmolLM2's warm-up
-        gp.warm_up(pair)  # from 6 s to 100 s; warm-up keeps the first run's c and v free of cold-start costs
+        pairs.warm_up(pair)  # from 6 s to 100 s; warm-up keeps the first run's c and v free of cold-start costs
     return SharedPair(name, device, pair, None, load_s, device_queue(device))
 
 

@@ -8,14 +8,14 @@ import time
 import numpy as np
 import streamlit as st
 
-from specdec_core import proof_cases as pc
+from specdec_core import proof_cases
 from specdec_core.mistakes import RuleCheck, all_rules, check_rule
 from specdec_core.multiposition import markov_example, two_position_check
 from specdec_core.rejection import decomposition
 from ui.figure_cache import cached_figure
 from ui.proof import figures as figs
 
-SOURCES = {**pc.PRESETS, "logits": "from logits (temperature, top-k, top-p)", "custom": "type p and q"}
+SOURCES = {**proof_cases.PRESETS, "logits": "from logits (temperature, top-k, top-p)", "custom": "type p and q"}
 MISTAKES = ["correct", "resample_p", "raw_logits", "wrong_q", "naive_norm"]
 MISTAKE_LABELS = {  # what the page shows for each rule (the URL keeps the short names)
     "correct": "the correct rule", "resample_p": "resample from p, not (p - q)+",
@@ -67,15 +67,15 @@ def sampled_checks(p: np.ndarray, q: np.ndarray, p_raw: np.ndarray, q_claimed: n
 @st.cache_data(show_spinner=False)
 def seed_loop() -> dict[str, float]:
     """The seed's own loop over 10,000 Dirichlet pairs, draw for draw."""
-    return pc.seed_loop_check(10_000, seed=0)
+    return proof_cases.seed_loop_check(10_000, seed=0)
 
 
 @st.cache_data(show_spinner=False)
 def exhaustive(n_pairs: int = 10_000) -> dict[str, float]:
     """The same check over 10,000 other random pairs in one batched call, with its wall time."""
-    p, q, _ = pc.random_pairs(n_pairs, seed=0)
+    p, q, _ = proof_cases.random_pairs(n_pairs, seed=0)
     start = time.perf_counter()
-    result = pc.exhaustive_check(p, q)
+    result = proof_cases.exhaustive_check(p, q)
     return {**result, "ms": 1e3 * (time.perf_counter() - start)}
 
 
@@ -84,12 +84,12 @@ def two_positions(seed: int) -> dict:
     """Target joint, enumerated emitted joint, draft joint (V = 3), alpha_1, alpha_2 per prefix, max error,
     and the per-prefix alpha_2(x1) combined into the single alpha_2 of E[N]."""
     r = two_position_check(3, seed, conc=0.5)
-    return {**r, "combined": pc.two_position_tokens(*markov_example(3, seed, conc=0.5), r["alpha_2"])}
+    return {**r, "combined": proof_cases.two_position_tokens(*markov_example(3, seed, conc=0.5), r["alpha_2"])}
 
 
 @st.cache_data(show_spinner=False)
 def default_kept() -> tuple[float, float]:
     """Exact kept rates of the correct rule and of the raw-logits verifier at the from-logits defaults."""
-    case = pc.default_logits_case()
+    case = proof_cases.default_logits_case()
     rules = {r.name: r for r in all_rules(case.p, case.q, case.p_raw, case.q_claimed)}
     return rules["correct"].kept_rate(), rules["raw_logits"].kept_rate()

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from specdec_core import mistakes as mk
-from specdec_core import proof_cases as pc
+from specdec_core import mistakes, proof_cases
 from specdec_core.mistakes import NAIVE_NORMALISATION, RuleCheck
 from specdec_core.rejection import MAX_DRAWS
 from ui.chart_wire import charts_last
@@ -36,7 +35,7 @@ def check_rows(checks: dict[str, RuleCheck]) -> list[dict]:
 
 @st.fragment
 @charts_last()
-def sampling_section(case: pc.ProofCase, src: str) -> None:
+def sampling_section(case: proof_cases.ProofCase, src: str) -> None:
     """n draws through the real rule and through each mistake, tested against p."""
     c1, c2 = st.columns(2, gap="large")
     with c1:
@@ -63,13 +62,13 @@ def sampling_section(case: pc.ProofCase, src: str) -> None:
             impossible = "" if np.isfinite(c.stat) else " (a draw landed on a token that p gives probability 0)"
             st.markdown(
                 f"chi-square {data.chi2_text(c)} on {c.dof} dof{impossible}, **p-value {data.p_value_text(c)}**. "
-                f"{data.WHAT_IT_SHOWS[c.name]} *Harmless {mk.HARMLESS_WHEN[c.name]}*"
+                f"{data.WHAT_IT_SHOWS[c.name]} *Harmless {mistakes.HARMLESS_WHEN[c.name]}*"
             )
     kept_twist(checks)
     mistake_notes(case, src, checks[shown])
 
 
-def mistake_notes(case: pc.ProofCase, src: str, c: RuleCheck) -> None:
+def mistake_notes(case: proof_cases.ProofCase, src: str, c: RuleCheck) -> None:
     """What the shown mistake's numbers hide: an undefined law, a coincidence with the correct rule, or how a
     preset stands in for logits."""
     if not c.defined:
@@ -80,7 +79,7 @@ def mistake_notes(case: pc.ProofCase, src: str, c: RuleCheck) -> None:
             "handed NaN probabilities and fails or emits garbage."
         )
     elif c.name == NAIVE_NORMALISATION:
-        nan = int(np.isnan(mk.naive_normalisation_rule(case.p, case.p).residual).sum())
+        nan = int(np.isnan(mistakes.naive_normalisation_rule(case.p, case.p).residual).sum())
         st.caption(
             f"The residual is non-empty here, so this rule coincides with the correct one. Fed this same p as "
             f"q (p == q), it divides 0 by 0: its residual is NaN in {nan} of {case.p.size} entries. Pick the "
@@ -88,9 +87,11 @@ def mistake_notes(case: pc.ProofCase, src: str, c: RuleCheck) -> None:
         )
     if src not in ("logits", "custom") and c.name in ("raw_logits", "wrong_q"):
         st.caption(
-            f"A preset's p is read as the target's law at temperature {pc.TARGET_T} and q as the draft's at "
-            f"{pc.DRAFT_T}: the raw target logits are {pc.TARGET_T} log p (softmax p^{pc.TARGET_T}), and the "
-            f"wrong q is the draft's logits at the target's temperature, q^({pc.DRAFT_T:g}/{pc.TARGET_T}) "
+            f"A preset's p is read as the target's law at temperature {proof_cases.TARGET_T} and q as the draft's at "
+            f"{proof_cases.DRAFT_T}: the raw target logits are {proof_cases.TARGET_T} log p "
+            f"(softmax p^{proof_cases.TARGET_T}), and the "
+            "wrong q is the draft's logits at the target's temperature, "
+            f"q^({proof_cases.DRAFT_T:g}/{proof_cases.TARGET_T}) "
             "renormalised. The from-logits case uses your own settings instead."
         )
 
@@ -101,8 +102,11 @@ def kept_twist(checks: dict[str, RuleCheck]) -> None:
     d_ok, d_raw = data.default_kept()
     st.info(
         f"**A wrong verifier can look better.** Here the correct rule keeps {ok:.3f} of the drafts and the "
-        f"raw-logits verifier {raw:.3f}. In the from-logits case at its defaults (target T {pc.TARGET_T}, draft "
-        f"T {pc.DRAFT_T:g}) it keeps {d_raw:.3f} against the correct {d_ok:.3f}: raw logits are flatter than the "
+        f"raw-logits verifier {raw:.3f}. In the from-logits case at its defaults "
+        f"(target T {proof_cases.TARGET_T}, draft "
+        f"T {proof_cases.DRAFT_T:g}) it keeps {d_raw:.3f} against the correct {d_ok:.3f}: "
+        "raw logits are flatter than the "
         "tempered p, closer to the draft. A higher acceptance rate says nothing about exactness; only the "
-        "law does.", icon=":material/warning:"
+        "law does.",
+        icon=":material/warning:",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from specdec_core import proof_cases as pc
+from specdec_core import proof_cases
 from specdec_core.rejection import emitted_distribution
 from ui.chart_wire import charts_last
 from ui.controls import slider_input
@@ -13,7 +13,7 @@ from ui.presenter import show
 from ui.proof import data as data
 
 
-def exact_section(case: pc.ProofCase) -> None:
+def exact_section(case: proof_cases.ProofCase) -> None:
     """p and q, the decomposition that fills p, and alpha and TV as areas."""
     d = data.exact_pieces(case.p, case.q)
     a, tv = float(d["alpha"]), float(d["tv"])

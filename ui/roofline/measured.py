@@ -10,8 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from specdec_core import roofline as rl
-from specdec_core import steptime as stp
+from specdec_core import roofline, steptime
 from specdec_core.algebra import speedup
 from specdec_core.measured_steps import FITS, PUBLISHED, gamma_in_fit, measured_curve
 from ui.controls import bound_radio
@@ -27,10 +26,10 @@ TABLE_BATCHES = (1, 64, 128, 256)
 def comparison(gamma: int, alpha: float, context: int) -> dict[str, np.ndarray]:
     """Model (H100 SXM, bf16, Llama-3.1-8B + 1B draft) against the fit, on BATCHES and TABLE_BATCHES."""
     fit = FITS[FIT_NAME]
-    t, d, hw = stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"]
+    t, d, hw = steptime.SHAPES["Llama-3.1-8B"], steptime.SHAPES["Llama-3.2-1B (draft)"], roofline.HARDWARE["H100 SXM"]
     out: dict[str, np.ndarray] = {}
     for tag, b in (("", BATCHES), ("table_", np.array(TABLE_BATCHES, dtype=float))):
-        model = stp.spec_curve(t, d, hw, "bf16", gamma, alpha, context, b)
+        model = steptime.spec_curve(t, d, hw, "bf16", gamma, alpha, context, b)
         meas = measured_curve(fit, gamma, alpha, context, b)
         out |= {f"{tag}batch": b, f"{tag}model_v": model.v, f"{tag}fit_v": meas.v, f"{tag}model_c": model.c,
                 f"{tag}fit_c": meas.c, f"{tag}in_fit": meas.in_fit,
@@ -183,20 +182,20 @@ def published_words(data: dict[str, np.ndarray]) -> str:
 @st.cache_data(max_entries=64, show_spinner=False)
 def model_crossing(gamma: int, alpha: float, context: int) -> float | None:
     """The model's smallest batch up to 1,024 with speedup <= 1 (specdec_core.steptime.speedup_crossing)."""
-    t, d, hw = stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"]
-    return stp.speedup_crossing(t, d, hw, "bf16", gamma, alpha, context, max_batch=1024.0)
+    t, d, hw = steptime.SHAPES["Llama-3.1-8B"], steptime.SHAPES["Llama-3.2-1B (draft)"], roofline.HARDWARE["H100 SXM"]
+    return steptime.speedup_crossing(t, d, hw, "bf16", gamma, alpha, context, max_batch=1024.0)
 
 
 def kv_read_s_per_token() -> float:
     """The model's KV read per token of context on the H100 SXM: KV bytes per token / HBM bandwidth."""
-    t, hw = stp.SHAPES["Llama-3.1-8B"], rl.HARDWARE["H100 SXM"]
+    t, hw = steptime.SHAPES["Llama-3.1-8B"], roofline.HARDWARE["H100 SXM"]
     return t.kv_bytes("bf16") / (hw.bandwidth_tbs * 1e12)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def bounds(gamma: int, alpha: float) -> tuple[float, float, float, float]:
     """(HBM-full batch at context 2,048 and 16,384 on an 80 GB H100, c at B = 1 and 256 at context 2,048)."""
-    t, d, hw = stp.SHAPES["Llama-3.1-8B"], stp.SHAPES["Llama-3.2-1B (draft)"], rl.HARDWARE["H100 SXM"]
-    c = stp.spec_curve(t, d, hw, "bf16", gamma, alpha, 2048, [1, 256]).c
-    return (float(stp.max_batch_in_memory(hw, t, d, "bf16", 2048)),
-            float(stp.max_batch_in_memory(hw, t, d, "bf16", 16384)), float(c[0]), float(c[1]))
+    t, d, hw = steptime.SHAPES["Llama-3.1-8B"], steptime.SHAPES["Llama-3.2-1B (draft)"], roofline.HARDWARE["H100 SXM"]
+    c = steptime.spec_curve(t, d, hw, "bf16", gamma, alpha, 2048, [1, 256]).c
+    return (float(steptime.max_batch_in_memory(hw, t, d, "bf16", 2048)),
+            float(steptime.max_batch_in_memory(hw, t, d, "bf16", 16384)), float(c[0]), float(c[1]))

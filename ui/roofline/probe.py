@@ -16,7 +16,7 @@ from gpu_demo.models.quant import FORMATS, quant_unavailable_reason
 from ui.chart_wire import charts_last
 from ui.controls import bound_select
 from ui.presenter import show
-from ui.roofline import figures as rf
+from ui.roofline import figures
 
 LAST = "probe_result"                 # the last result (a ProbeResult)
 BY_FORMAT = "probe_results"           # {(shape name, weight format): ProbeResult} of this session
@@ -103,7 +103,7 @@ def probe_section() -> None:
     res = st.session_state.get(LAST)
     if res is None:
         return
-    show(rf.probe_figure(res), key="fig_probe")
+    show(figures.probe_figure(res), key="fig_probe")
     cols = st.columns(4)
     cols[0].metric("Measured matmul rate", f"{res.peak_flops / 1e9:,.1f} GFLOP/s")
     cols[1].metric("Measured copy bandwidth", f"{res.bandwidth / 1e9:,.1f} GB/s")

@@ -9,11 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from specdec_core import h200_run
-from specdec_core import roofline as rl
-from specdec_core import steptime as stp
-from specdec_core import tree_cost as tc
-from specdec_core import trees as tr
+from specdec_core import h200_run, roofline, steptime, tree_cost, trees
 from specdec_core.coupling import optimal_acceptance
 from specdec_core.tree_optimal import MAX_DEPTH_FACTOR, expected_length_with_depth_decay, optimal_tree
 from ui.controls import bound_radio, slider_input
@@ -25,7 +21,7 @@ LOSSLESS = ("Exact means the emitted law is the target's, in exact arithmetic. I
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def optimal_for(rates: tuple[float, ...], budget: int) -> tr.Tree:
+def optimal_for(rates: tuple[float, ...], budget: int) -> trees.Tree:
     """The best tree of at most `budget` nodes for these rates (cached: the programme takes up to ~0.2 s)."""
     return optimal_tree(np.asarray(rates), budget)
 
@@ -53,7 +49,7 @@ def drift_caption() -> str:
             "models drift, above 1 a draft that agrees more once a phrase is under way.")
 
 
-def assumptions_panel(tree: tr.Tree, rates: np.ndarray) -> None:
+def assumptions_panel(tree: trees.Tree, rates: np.ndarray) -> None:
     """Positional acceptance stated, and E[N] when deeper levels accept less or more."""
     st.caption(drift_caption())
     decay = slider_input("acceptance factor per level (below 1: deeper levels accept less)", "decay", 0.5,
@@ -61,7 +57,7 @@ def assumptions_panel(tree: tr.Tree, rates: np.ndarray) -> None:
                          help="a_r at depth d becomes a_r x factor^(d - 1), clipped to [0, 1]; 1 is the "
                               "positional model")
     if float(decay) != 1.0:
-        full = tr.expected_accepted_length(tree, rates)
+        full = trees.expected_accepted_length(tree, rates)
         decayed = expected_length_with_depth_decay(tree, rates, float(decay))
         st.metric(f"E[N] with acceptance x {float(decay):.2f} per level", f"{decayed:.3f}",
                   f"{decayed - full:+.3f} against the positional model", delta_color="off")
@@ -74,57 +70,68 @@ def draft_pass_control() -> tuple[float | None, str]:
                                    FIXED: "fixed per pass, one pass per depth (EAGLE head, or a separate model)",
                                    MEDUSA: "fixed per pass, one pass per tree (Medusa heads)"}.get)
     if how == MODELLED:
-        return None, tc.PER_DEPTH
+        return None, tree_cost.PER_DEPTH
     cost = float(slider_input("one draft pass, in target decode steps", "dpass", 0.0, 1.0, 0.3, 0.01, "%.2f"))
-    return cost, (tc.PER_TREE if how == MEDUSA else tc.PER_DEPTH)
+    return cost, (tree_cost.PER_TREE if how == MEDUSA else tree_cost.PER_DEPTH)
 
 
-def draft_pass_caption(draft_pass: float | None, depth: int, drafter: str = tc.PER_DEPTH) -> str:
+def draft_pass_caption(draft_pass: float | None, depth: int, drafter: str = tree_cost.PER_DEPTH) -> str:
     """Why a tree's win rests on a cheap draft pass, and how many passes this drafter pays."""
     if draft_pass is None:
         return ("A tree of depth d costs d draft passes per round. Trees pay with heads whose passes are nearly "
                 "free: an EAGLE head runs one cheap pass per depth, and Medusa's heads propose every depth in one "
                 "pass; with a separate draft model, try a fixed cost per pass.")
-    if drafter == tc.PER_TREE:
+    if drafter == tree_cost.PER_TREE:
         return (f"Medusa's heads read the target's last hidden state and propose all {depth} depths at once: one "
                 f"draft pass of {draft_pass:.2f} target steps per round, for the tree and for every chain.")
     return (f"Each of the tree's {depth} draft passes costs {draft_pass:.2f} target steps: "
             f"{depth * draft_pass:.2f} per round before verification (EAGLE or a separate model: one pass per depth).")
 
 
-def head_words(roofline: tuple[float, float], heads: list[tuple[float, float, float]], batch: int) -> str:
+def head_words(by_roofline: tuple[float, float], heads: list[tuple[float, float, float]], batch: int) -> str:
     """The same tree priced two ways: the roofline's 1B draft, and an EAGLE-class head at HEAD_PASS steps a pass."""
     span = " and ".join(f"{tree:.2f}x against {chain:.2f}x at {c:.2f} steps per pass" for c, tree, chain in heads)
-    return (f"At B = {batch}, priced by the roofline (a separate draft model), this tree gives {roofline[0]:.2f}x "
-            f"against the best chain's {roofline[1]:.2f}x. With an EAGLE-class head (one pass per depth) it gives "
+    return (f"At B = {batch}, priced by the roofline (a separate draft model), this tree gives {by_roofline[0]:.2f}x "
+            f"against the best chain's {by_roofline[1]:.2f}x. With an EAGLE-class head (one pass per depth) it gives "
             f"{span}.")
 
 
 def hbm_warning(target: str, draft: str, hw: str, mode: str, context: int, batch: int) -> str | None:
     """A warning where target + draft weights and KV outgrow one device's memory on the batch axis, else None."""
-    lim = stp.max_batch_in_memory(rl.HARDWARE[hw], stp.SHAPES[target], stp.SHAPES[draft], mode, context)
+    lim = steptime.max_batch_in_memory(
+        roofline.HARDWARE[hw], steptime.SHAPES[target], steptime.SHAPES[draft], mode, context
+    )
     if lim is None or lim >= 1024:
         return None
     if lim < 1:
-        return (f"The weights alone exceed {hw}'s {rl.HARDWARE[hw].memory_gb:g} GB: these curves are one device's "
-                "roofline for a pair that needs several.")
+        return (
+            f"The weights alone exceed {hw}'s {roofline.HARDWARE[hw].memory_gb:g} GB: these curves are one device's "
+            "roofline for a pair that needs several."
+        )
     here = f" B = {batch} does not fit." if batch > lim else ""
-    return (f"One {hw} holds target, draft and their KV at context {context:,} only up to about B = {lim:.0f}; "
-            f"past it the curves are hypothetical.{here}")
+    return (
+        f"One {hw} holds target, draft and their KV at context {context:,} only up to about B = {lim:.0f}; "
+        f"past it the curves are hypothetical.{here}"
+    )
 
 
 def shape_label(shape: str) -> str:
     """The tree-shape radio's words."""
-    return {"budget": "node budget, static greedy", "optimal": "node budget, optimal (any rates)",
-            "branching": "branching per depth"}[shape]
+    return {
+        "budget": "node budget, static greedy",
+        "optimal": "node budget, optimal (any rates)",
+        "branching": "branching per depth",
+    }[shape]
 
 
 def greedy_note(rates: np.ndarray, budget: int) -> str | None:
     """When the static greedy tree is not the best of its size, how far it falls short; None where it is optimal."""
-    g = tr.expected_accepted_length(tr.greedy_tree(rates, budget), rates)
-    o = tr.expected_accepted_length(optimal_for(tuple(float(a) for a in rates), budget), rates)
+    g = trees.expected_accepted_length(trees.greedy_tree(rates, budget), rates)
+    o = trees.expected_accepted_length(optimal_for(tuple(float(a) for a in rates), budget), rates)
     if o - g <= 1e-9:
         return None
-    return (f"The greedy tree gives E[N] = {g:.3f}; the best tree of {budget} nodes gives {o:.3f}. Greedy is "
-            "optimal only when acceptance does not rise with rank, because a rank-r child needs ranks 1..r-1 "
-            "beside it.")
+    return (
+        f"The greedy tree gives E[N] = {g:.3f}; the best tree of {budget} nodes gives {o:.3f}. Greedy is "
+        "optimal only when acceptance does not rise with rank, because a rank-r child needs ranks 1..r-1 "
+        "beside it."
+    )

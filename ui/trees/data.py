@@ -6,11 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from specdec_core import proof_cases as pc
-from specdec_core import roofline as rl
-from specdec_core import steptime as stp
-from specdec_core import trees as tr
-from specdec_core import typical as ty
+from specdec_core import proof_cases, roofline, steptime, trees, typical
 from specdec_core.mistakes import RuleCheck
 from specdec_core.multidraft import (
     IID,
@@ -29,7 +25,7 @@ from ui.trees import figures as figs
 
 V_PAGE, K_PAGE = 16, 5            # page limits: the without-replacement law enumerates up to V^k rejection paths
 DRAW_BUDGET = 60_000              # candidate draws (k per position) one sampled check may make: ~0.4 s at V 16, k 5
-PRESETS = [name for name in pc.PRESETS if name != "identical"] + ["identical"]
+PRESETS = [name for name in proof_cases.PRESETS if name != "identical"] + ["identical"]
 WRONG = [NO_UPDATE, WOR_RATIO_Q]
 BATCH = np.unique(np.round(np.geomspace(1, 1024, 121)))
 CONTEXTS = ["256", "2048", "16384"]
@@ -72,7 +68,7 @@ def multidraft_data(p: np.ndarray, q: np.ndarray, k: int, wrong: str) -> dict:
 @st.cache_data(max_entries=64, show_spinner=False)
 def rank_rates(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """a_r, r = 1..4: P(the rank-r candidate is the one kept), the exact rule without replacement."""
-    return tr.rank_rates(p, q, 4, WOR)
+    return trees.rank_rates(p, q, 4, WOR)
 
 
 @st.cache_data(max_entries=32, show_spinner="Drawing the samples...")
@@ -85,8 +81,8 @@ def sampled(p: np.ndarray, q: np.ndarray, k: int, n: int, seed: int) -> list[Rul
 def exhaustive() -> dict[str, dict[str, float]]:
     """10,000 random pairs through each exact rule: i.i.d. with k = 4 (V up to 49), without replacement k = 3 (V up
     to 10, the enumeration's size)."""
-    p, q, _ = pc.random_pairs(10_000, seed=0)
-    p10, q10, _ = pc.random_pairs(10_000, seed=1, v_hi=10)
+    p, q, _ = proof_cases.random_pairs(10_000, seed=0)
+    p10, q10, _ = proof_cases.random_pairs(10_000, seed=1, v_hi=10)
     return {"iid": exhaustive_multidraft_check(p, q, 4, IID), "wor": exhaustive_multidraft_check(p10, q10, 3, WOR)}
 
 
@@ -94,8 +90,8 @@ def exhaustive() -> dict[str, dict[str, float]]:
 def typical_exact(p: np.ndarray, q: np.ndarray, k: int, eps: float, delta: float, cand: str, vary: str) -> dict:
     """Typical acceptance's exact law and its TV and acceptance curve against epsilon or delta."""
     grid = np.linspace(0.0, 1.0, 101)
-    tv, acc = ty.tv_curve(p, q, k, grid, vary, eps, delta, cand)
-    return {"law": ty.typical_distribution(p, q, k, eps, delta, cand), "grid": grid, "tv": tv, "acc": acc,
+    tv, acc = typical.tv_curve(p, q, k, grid, vary, eps, delta, cand)
+    return {"law": typical.typical_distribution(p, q, k, eps, delta, cand), "grid": grid, "tv": tv, "acc": acc,
             "exact_acc": float(acceptance_by_k(p, q, k, IID)[-1])}
 
 
@@ -103,13 +99,23 @@ def typical_exact(p: np.ndarray, q: np.ndarray, k: int, eps: float, delta: float
 def typical_checks(p: np.ndarray, q: np.ndarray, k: int, eps: float, delta: float, cand: str,
                    n: int, seed: int) -> list[RuleCheck]:
     """The exact i.i.d. rule and typical acceptance, each sampled n times and tested against p."""
-    return [check_multidraft(p, q, k, IID, n, seed), ty.check_typical(p, q, k, n, eps, delta, cand, seed)]
+    return [check_multidraft(p, q, k, IID, n, seed), typical.check_typical(p, q, k, n, eps, delta, cand, seed)]
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cost_data(tree: tr.Tree, rates: np.ndarray, target: str, draft: str, hw: str, mode: str,
+def cost_data(tree: trees.Tree, rates: np.ndarray, target: str, draft: str, hw: str, mode: str,
               context: int, draft_pass: float | None, drafter: str = PER_DEPTH) -> TreeVsChain:
     """The tree against the chains, under the step-time model (draft passes at a fixed cost if given; one per depth,
     or one per tree for Medusa heads)."""
-    return tree_vs_chain(tree, rates, stp.SHAPES[target], stp.SHAPES[draft], rl.HARDWARE[hw], mode, context, BATCH,
-                         draft_pass, drafter)
+    return tree_vs_chain(
+        tree,
+        rates,
+        steptime.SHAPES[target],
+        steptime.SHAPES[draft],
+        roofline.HARDWARE[hw],
+        mode,
+        context,
+        BATCH,
+        draft_pass,
+        drafter,
+    )

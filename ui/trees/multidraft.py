@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from specdec_core import proof_cases as pc
+from specdec_core import proof_cases
 from specdec_core.multidraft import NO_UPDATE, RULES
 from specdec_core.rejection import MAX_DRAWS
 from ui.chart_wire import charts_last
 from ui.controls import bound_radio, bound_select, slider_input
 from ui.presenter import show
 from ui.safe_text import md
-from ui.trees import assumptions as ta
+from ui.trees import assumptions
 from ui.trees import data as data
 
 
@@ -28,13 +28,13 @@ def pair_controls() -> tuple[np.ndarray, np.ndarray, int]:
     left, right = st.columns(2, gap="large")
     with left:
         case = bound_select("Case", data.PRESETS, key="case", default="q_sharper",
-                            format_func=lambda s: pc.PRESETS[s])
+                            format_func=lambda s: proof_cases.PRESETS[s])
         v = slider_input("vocabulary size V", "vocab", 2, data.V_PAGE, 10, 1)
     with right:
         k = slider_input("candidates k at this position", "k", 1, data.K_PAGE, 3, 1,
                          help="SpecInfer-style: k candidate tokens verified one after another.")
         seed = slider_input("seed", "seed", 0, 9999, 0, 1) if case == "dirichlet" else 0
-    p, q = pc.preset_pair(case, int(v), int(seed))
+    p, q = proof_cases.preset_pair(case, int(v), int(seed))
     return p, q, int(k)
 
 
@@ -50,7 +50,7 @@ def multidraft_section(p: np.ndarray, q: np.ndarray, k: int) -> None:
     cols[2].metric(f"acceptance, k = {k} without replacement", f"{d['wor'][k - 1]:.4f}")
     err = max(np.abs(d["law_iid"] - p).max(), np.abs(d["law_wor"] - p).max())
     cols[3].metric("max |emitted - p|, exact rules", f"{err:.1e}")
-    st.caption(ta.ot_caption(p, q, k, float(d["iid"][k - 1])))
+    st.caption(assumptions.ot_caption(p, q, k, float(d["iid"][k - 1])))
     left, right = st.columns(2)
     ks = np.arange(1, data.K_PAGE + 1)
     show(data.acceptance_k_figure(ks, {"i.i.d. from q": d["iid"], "without replacement": d["wor"]}, k),

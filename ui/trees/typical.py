@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from specdec_core import typical as ty
+from specdec_core import typical
 from ui.controls import bound_radio, slider_input
 from ui.presenter import show
-from ui.trees import assumptions as ta
+from ui.trees import assumptions
 from ui.trees import data as data
 
 
@@ -17,12 +17,12 @@ def typical_section(p: np.ndarray, q: np.ndarray, k: int, n: int, seed: int) -> 
     """Medusa's typical acceptance: its law, its TV from p as a threshold moves, and the chi-square that rejects it."""
     c1, c2, c3 = st.columns(3, gap="large")
     with c1:
-        eps = slider_input("epsilon (hard threshold)", "eps", 0.0, 1.0, ty.MEDUSA_EPSILON, 0.01, "%.2f")
+        eps = slider_input("epsilon (hard threshold)", "eps", 0.0, 1.0, typical.MEDUSA_EPSILON, 0.01, "%.2f")
     with c2:
-        delta = slider_input("delta (entropy-scaled threshold)", "delta", 0.0, 1.0, ty.MEDUSA_DELTA, 0.01, "%.2f")
+        delta = slider_input("delta (entropy-scaled threshold)", "delta", 0.0, 1.0, typical.MEDUSA_DELTA, 0.01, "%.2f")
     with c3:
-        cand = bound_radio("Candidates", list(ty.CANDIDATES), key="cand", default=ty.SAMPLED,
-                           format_func=ty.CANDIDATES.get)
+        cand = bound_radio("Candidates", list(typical.CANDIDATES), key="cand", default=typical.SAMPLED,
+                           format_func=typical.CANDIDATES.get)
         vary = bound_radio("Curve against", ["delta", "epsilon"], key="vary", default="delta")
     d = data.typical_exact(p, q, k, float(eps), float(delta), cand, vary)
     law = d["law"]
@@ -49,4 +49,4 @@ def typical_section(p: np.ndarray, q: np.ndarray, k: int, n: int, seed: int) -> 
         "p < tau). Even a perfect draft, q = p, is biased: pick the case 'identical (q = p)'.\n"
         "- **Greedy is the exception.** At temperature 0, p is one-hot, H(p) = 0 and only the argmax clears "
         "tau: argmax matching in a tree (Medusa-1, EAGLE greedy) is exact for greedy decoding, token for token "
-        f"in exact arithmetic. {ta.LOSSLESS}")
+        f"in exact arithmetic. {assumptions.LOSSLESS}")
