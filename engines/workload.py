@@ -22,6 +22,7 @@ import numpy as np
 
 from engines.client import Completion, Endpoint, EngineError, chat, counter, scrape
 from specdec_core import algebra
+from specdec_core.formatting import fixed
 from specdec_core.measure import Measured, fill_unreached
 from specdec_core.repeats import RepeatSummary, check_repeats, race_order, summarise_repeats
 from specdec_core.vllm_counts import SpecDecodeCounts, VllmRates, difference
@@ -279,10 +280,6 @@ def run_embedded(mode, work: Workload) -> WorkloadResult:
     )
 
 
-def _fmt(x: float, digits: int = 2) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
-
-
 def rows(r: WorkloadResult) -> list[tuple[str, str]]:
     """(quantity, value) rows of the result table: medians with [min, max] over the repeats."""
     out = [
@@ -295,21 +292,21 @@ def rows(r: WorkloadResult) -> list[tuple[str, str]]:
     if isinstance(p, SpecDecodeCounts):
         out += [
             ("drafts / drafted / accepted", f"{p.num_drafts} / {p.num_draft_tokens} / {p.num_accepted_tokens}"),
-            ("acceptance rate", _fmt(p.acceptance_rate(), 3)),
-            ("mean acceptance length E[N]", _fmt(p.mean_acceptance_length(), 3)),
+            ("acceptance rate", fixed(p.acceptance_rate(), 3, missing="-")),
+            ("mean acceptance length E[N]", fixed(p.mean_acceptance_length(), 3, missing="-")),
         ]
         if p.gamma:
-            out.append(("alpha_j", ", ".join(_fmt(a, 3) for a in p.conditional_alphas())))
+            out.append(("alpha_j", ", ".join(fixed(a, 3, missing="-") for a in p.conditional_alphas())))
     elif isinstance(p, VllmRates):
         out += [
-            ("acceptance rate (last interval)", _fmt(p.acceptance_rate, 3)),
-            ("E[N] (last interval)", _fmt(p.mean_acceptance_length, 3)),
+            ("acceptance rate (last interval)", fixed(p.acceptance_rate, 3, missing="-")),
+            ("E[N] (last interval)", fixed(p.mean_acceptance_length, 3, missing="-")),
         ]
     s = r.summary
     if s is not None:
 
         def sp(x, d=2):
-            return f"{_fmt(x.median, d)} [{_fmt(x.lo, d)}, {_fmt(x.hi, d)}]"
+            return f"{fixed(x.median, d, missing='-')} [{fixed(x.lo, d, missing='-')}, {fixed(x.hi, d, missing='-')}]"
 
         out += [
             ("tok/s speculation off", sp(s.base_tokens_per_s, 1)),

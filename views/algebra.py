@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from specdec_core import algebra
+from specdec_core.formatting import fixed
 from specdec_core.simulate import empirical_pmf, simulate_tokens_per_step, summarise
 from ui import presenter
 from ui.algebra.cost import ShapeCosts, cost_note, shape_costs, v_label
@@ -15,7 +16,6 @@ from ui.algebra.papers import (
     PRESET_LOADED,
     PRESETS,
     load_preset,
-    num,
     paper_section,
     preset_check,
     seed_section,
@@ -147,25 +147,25 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
         else:
             st.latex(
                 rf"\mathbb{{E}}[N] = \frac{{1-\alpha^{{\gamma+1}}}}{{1-\alpha}} = \frac{{1-{alpha:g}^{{{gamma + 1}}}}}"
-                rf"{{1-{alpha:g}}} = {num(tokens)}"
+                rf"{{1-{alpha:g}}} = {fixed(tokens)}"
             )
     else:
-        terms = " + ".join(["1"] + [num(x) for x in algebra.survival_probabilities(aj)][:8]) + (
+        terms = " + ".join(["1"] + [fixed(x) for x in algebra.survival_probabilities(aj)][:8]) + (
             r" + \cdots" if gamma > 8 else ""
         )
         tokens, s = algebra.expected_tokens_positional(aj), algebra.speedup_positional(aj, c, v)
-        st.latex(rf"\mathbb{{E}}[N] = 1 + \sum_{{i=1}}^{{\gamma}}\prod_{{j\le i}}\alpha_j = {terms} = {num(tokens)}")
+        st.latex(rf"\mathbb{{E}}[N] = 1 + \sum_{{i=1}}^{{\gamma}}\prod_{{j\le i}}\alpha_j = {terms} = {fixed(tokens)}")
     st.latex(
-        rf"\text{{cost}} = \gamma c + v = {gamma}\times{c:g} + {v:g} = {num(cost)}\qquad"
+        rf"\text{{cost}} = \gamma c + v = {gamma}\times{c:g} + {v:g} = {fixed(cost)}\qquad"
         rf"\text{{speedup}} = \frac{{\mathbb{{E}}[N]}}{{\gamma c + v}}"
-        rf" = \frac{{{num(tokens)}}}{{{num(cost)}}} = {s:.2f}\times"
+        rf" = \frac{{{fixed(tokens)}}}{{{fixed(cost)}}} = {s:.2f}\times"
     )
     vs = v if shape is None else shape.v                     # the search's v: held fixed, or v(gamma)
     best = (algebra.best_gamma(alpha, c, vs, MAX_GAMMA) if search is None
             else algebra.best_gamma_positional(search, c, vs))
     cols = st.columns(4)
-    cols[0].metric("Tokens per step E[N]", num(tokens))
-    cols[1].metric("Step cost", num(cost), help="gamma c + v, in target decode steps")
+    cols[0].metric("Tokens per step E[N]", fixed(tokens))
+    cols[1].metric("Step cost", fixed(cost), help="gamma c + v, in target decode steps")
     cols[2].metric("Speedup", f"{s:.2f}x")
     cols[3].metric(
         "Best integer gamma",
@@ -187,17 +187,17 @@ def readouts(alpha: float, gamma: int, c: float, v: float, aj: np.ndarray, searc
         )
     lo, hi = algebra.speedup_limits(gamma, c, v)
     st.latex(
-        rf"\alpha\to0:\ \frac{{1}}{{\gamma c + v}} = \frac{{1}}{{{num(cost)}}} = {lo:.2f}\times\qquad"
-        rf"\alpha\to1:\ \frac{{\gamma+1}}{{\gamma c + v}} = \frac{{{gamma + 1}}}{{{num(cost)}}} = {hi:.2f}\times"
+        rf"\alpha\to0:\ \frac{{1}}{{\gamma c + v}} = \frac{{1}}{{{fixed(cost)}}} = {lo:.2f}\times\qquad"
+        rf"\alpha\to1:\ \frac{{\gamma+1}}{{\gamma c + v}} = \frac{{{gamma + 1}}}{{{fixed(cost)}}} = {hi:.2f}\times"
     )
     be = algebra.break_even_alpha(gamma, c, v)
     label = "Break-even alpha (speedup = 1" + (", constant alpha)" if search is not None else ")")
     if be is None:
         st.markdown(f"**{label}:** none. No alpha in [0, 1] pays here: even alpha = 1 gives {hi:.2f}x.")
     elif be == 0.0:
-        st.markdown(f"**{label}:** 0. Any alpha breaks even, since the step costs {num(cost)} <= 1 target step.")
+        st.markdown(f"**{label}:** 0. Any alpha breaks even, since the step costs {fixed(cost)} <= 1 target step.")
     else:
-        st.markdown(f"**{label}:** {num(be, 4)}. Below it speculation is a slowdown.")
+        st.markdown(f"**{label}:** {fixed(be, 4)}. Below it speculation is a slowdown.")
     if search is not None:
         positional_comparison(aj, c, v)  # alpha_j against vLLM's r_j; the constant with the same E[N]
     return s
@@ -269,7 +269,7 @@ def pmf_section(aj: np.ndarray, gamma: int) -> None:
     )
     st.markdown(
         f"Simulated: mean **{mc['mean']:.3f}**, P50 **{mc['p50']:g}**, P99 **{mc['p99']:g}** tokens per step "
-        f"(exact: mean {num(algebra.expected_tokens_positional(aj))}, P50 {algebra.pmf_quantile(pmf, 0.5)}, "
+        f"(exact: mean {fixed(algebra.expected_tokens_positional(aj))}, P50 {algebra.pmf_quantile(pmf, 0.5)}, "
         f"P99 {algebra.pmf_quantile(pmf, 0.99)}). {spread}"
     )
 

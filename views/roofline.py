@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from specdec_core import roofline
+from specdec_core.formatting import whole
 from ui import presenter
 from ui.chart_wire import charts_last
 from ui.controls import slider_input
@@ -13,7 +14,7 @@ from ui.presenter import show
 from ui.roofline import figures
 from ui.roofline.h200 import h200_section
 from ui.roofline.probe import probe_section
-from ui.roofline.steptime import num, steptime_section
+from ui.roofline.steptime import steptime_section
 
 GAMMAS = (1, 3, 7)
 
@@ -23,17 +24,17 @@ def readouts(hw: roofline.Hardware, mode: str, gamma: int, batch: int) -> None:
     ridge, bx = roofline.ridge(hw, mode), roofline.crossover_batch(hw, gamma, mode)
     coef = roofline.verify_intensity(1, gamma, mode)
     cols = st.columns(4)
-    cols[0].metric("Ridge (FLOP/byte)", num(ridge))
+    cols[0].metric("Ridge (FLOP/byte)", whole(ridge))
     cols[1].metric("Decode intensity", f"{roofline.decode_intensity(batch, mode):.0f}",
                    help=f"FLOP per byte of a plain decode step at B = {batch}")
     cols[2].metric("Verify intensity", f"{roofline.verify_intensity(batch, gamma, mode):.0f}",
                    help=f"FLOP per byte of verifying gamma = {gamma} drafts at B = {batch}")
-    cols[3].metric("Crossover batch B*", num(bx), help="roofline model, not a measurement")
+    cols[3].metric("Crossover batch B*", whole(bx), help="roofline model, not a measurement")
     peak, bw = hw.peak_flops(mode) / roofline.TERA, hw.bandwidth_tbs
     two = "" if roofline.flops_per_weight_byte(mode) == 1 else "2"
     st.latex(
-        rf"\text{{ridge}} = \frac{{{peak:g}\ \text{{TFLOP/s}}}}{{{bw:g}\ \text{{TB/s}}}} = {num(ridge)},\quad "
-        rf"I_\text{{verify}} = {two}B(\gamma+1) = {coef:g}B,\quad B^* = {num(ridge)}/{coef:g} = {num(bx)}"
+        rf"\text{{ridge}} = \frac{{{peak:g}\ \text{{TFLOP/s}}}}{{{bw:g}\ \text{{TB/s}}}} = {whole(ridge)},\quad "
+        rf"I_\text{{verify}} = {two}B(\gamma+1) = {coef:g}B,\quad B^* = {whole(ridge)}/{coef:g} = {whole(bx)}"
     )
     bf = roofline.crossover_batch(hw, gamma, "bf16")
     w8 = roofline.crossover_batch(hw, gamma, "w8a16")
@@ -41,16 +42,16 @@ def readouts(hw: roofline.Hardware, mode: str, gamma: int, batch: int) -> None:
         f8 = roofline.crossover_batch(hw, gamma, "fp8")
         st.markdown(
             f"**FP8 versus weight-only 8-bit.** Native FP8 halves the weight bytes *and* doubles the peak, so "
-            f"intensity and ridge both double ({num(roofline.ridge(hw, 'fp8'))} FLOP/byte) "
+            f"intensity and ridge both double ({whole(roofline.ridge(hw, 'fp8'))} FLOP/byte) "
             "and the crossover stays put: "
-            f"{num(f8)} against {num(bf)} in BF16. Weight-only 8-bit storage with BF16 compute doubles the "
-            f"intensity but not the peak, so the crossover halves to {num(w8)}: the idle compute fills twice as soon."
+            f"{whole(f8)} against {whole(bf)} in BF16. Weight-only 8-bit storage with BF16 compute doubles the "
+            f"intensity but not the peak, so the crossover halves to {whole(w8)}: the idle compute fills twice as soon."
         )
     else:
         st.markdown(
             f"**FP8 versus weight-only 8-bit.** {hw.name} has no FP8 tensor cores, so native FP8 is not an "
             f"option here. Weight-only 8-bit storage with BF16 compute doubles the intensity but not the peak: "
-            f"the crossover halves from {num(bf)} to {num(w8)}."
+            f"the crossover halves from {whole(bf)} to {whole(w8)}."
         )
 
 

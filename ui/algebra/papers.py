@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from specdec_core import algebra, presets
+from specdec_core.formatting import fixed
 from ui.algebra.cost import slowdown_note
 from ui.controls import get_value, set_value
 
@@ -16,11 +17,6 @@ PRESETS = {f"Leviathan: {r.name}": r for r in presets.LEVIATHAN_ROWS} | {
 }
 NO_PRESET = "(none)"
 PRESET_LOADED = "_algebra.preset_loaded"  # the preset last copied into the controls
-
-
-def num(x: float, d: int = 3) -> str:
-    """A number for the page: fixed decimals, never NaN or inf (the core never returns them)."""
-    return f"{x:.{d}f}"
 
 
 def preset_values(row: presets.PaperRow) -> dict[str, float]:
@@ -62,7 +58,7 @@ def paper_tables() -> tuple[list[dict], list[dict], dict[str, float]]:
                 "reported": f"{r.reported_speedup:.1f}x",
                 "predicted at c = 0.015": f"{cmp['predicted']:.2f}x",
                 "reported / predicted": f"{cmp['ratio']:.2f}",
-                "c that reproduces it (v = 1, back-solved)": num(ic, 4) if ic is not None else "none >= 0",
+                "c that reproduces it (v = 1, back-solved)": fixed(ic, 4) if ic is not None else "none >= 0",
             }
         )
     chen = []
@@ -72,9 +68,9 @@ def paper_tables() -> tuple[list[dict], list[dict], dict[str, float]]:
             {
                 "row": r.name,
                 "K": r.gamma,
-                "c = 1.8 / 14.1": num(r.c, 4),
+                "c = 1.8 / 14.1": fixed(r.c, 4),
                 "reported": f"{r.reported_speedup:.2f}x",
-                "alpha implied (v = 1, back-solved)": num(a, 3) if a is not None else "none in [0, 1]",
+                "alpha implied (v = 1, back-solved)": fixed(a, 3) if a is not None else "none in [0, 1]",
             }
         )
     return lev, chen, gaps
@@ -149,8 +145,8 @@ def seed_section() -> None:
             "gamma": k.gamma,
             "c": k.c,
             "v": k.v,
-            "E[N]": num(float(algebra.expected_tokens(k.alpha, k.gamma)), 4),
-            "cost": num(float(algebra.step_cost(k.gamma, k.c, k.v)), 2),
+            "E[N]": fixed(float(algebra.expected_tokens(k.alpha, k.gamma)), 4),
+            "cost": fixed(float(algebra.step_cost(k.gamma, k.c, k.v)), 2),
             "speedup": f"{float(algebra.speedup(k.alpha, k.gamma, k.c, k.v)):.2f}x",
             "note": k.note,
         }
@@ -170,8 +166,8 @@ def seed_section() -> None:
             "alpha": r["alpha"],
             "c": r["c"],
             "best gamma": r["gamma"],
-            "E[N]": num(r["tokens"]),
-            "cost": num(r["cost"]),
+            "E[N]": fixed(r["tokens"]),
+            "cost": fixed(r["cost"]),
             "speedup": f"{r['speedup']:.2f}x",
         }
         for r in algebra.seed_table(presets.SEED_TABLE_ROWS)

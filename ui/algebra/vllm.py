@@ -12,6 +12,7 @@ import numpy as np
 import streamlit as st
 
 from specdec_core import algebra, vllm_metrics
+from specdec_core.formatting import fixed
 from specdec_core.measure import fill_unreached
 
 EXAMPLE_LINE = (   # vLLM's line for alpha_j = 0.9, 0.5, 0.2 over 100 drafts of 3 tokens
@@ -29,11 +30,6 @@ DEFINITIONS = (
 PASTE_LIMIT = 200_000   # characters: a vLLM scrape is a few kB; 200 kB parses in well under a second here
 
 
-def _n(x: float, d: int = 3) -> str:
-    """A number for the page; an undefined rate (position never reached) is said in words, never NaN."""
-    return "not reached" if math.isnan(x) else f"{x:.{d}f}"
-
-
 def positional_comparison(aj: np.ndarray, c: float, v: float) -> None:
     """The positional section: conditional alpha_j beside vLLM's unconditional r_j, and the constant alpha that
     gives the same E[N] (not the mean of the alpha_j)."""
@@ -43,8 +39,10 @@ def positional_comparison(aj: np.ndarray, c: float, v: float) -> None:
     st.dataframe(
         {
             "position j": list(range(1, aj.size + 1)),
-            "alpha_j (conditional: accepted, given j was reached)": [_n(a, 4) for a in aj],
-            "vLLM's per-position rate r_j = prod of alpha_i up to j": [_n(r, 4) for r in rates.per_position_rates],
+            "alpha_j (conditional: accepted, given j was reached)": [fixed(a, 4, missing="not reached") for a in aj],
+            "vLLM's per-position rate r_j = prod of alpha_i up to j": [
+                fixed(r, 4, missing="not reached") for r in rates.per_position_rates
+            ],
         },
         hide_index=True,
     )
@@ -103,8 +101,8 @@ def _table(counts: vllm_metrics.SpecDecodeCounts) -> None:
     r, a = counts.per_position_rates(), counts.conditional_alphas()
     table = {
         "position j": list(range(1, counts.gamma + 1)),
-        "vLLM's r_j (unconditional)": [_n(x, 4) for x in r],
-        "alpha_j = r_j / r_(j-1) (conditional)": [_n(x, 4) for x in a],
+        "vLLM's r_j (unconditional)": [fixed(x, 4, missing="not reached") for x in r],
+        "alpha_j = r_j / r_(j-1) (conditional)": [fixed(x, 4, missing="not reached") for x in a],
     }
     if counts.accepted_per_position is not None:
         table["drafts accepted through j"] = list(counts.accepted_per_position)

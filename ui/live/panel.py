@@ -16,6 +16,7 @@ import streamlit as st
 
 from gpu_demo.live.runner import Repeat, RunRecord, SweepRecord
 from gpu_demo.measure.stats import measure_events
+from specdec_core.formatting import fixed
 from specdec_core.measure import Measured
 from specdec_core.repeats import CLOSE, MIN_ROUNDS, GapReading, RepeatSummary, Spread, read_gap, summarise_repeats
 from specdec_core.vllm_metrics import SpecDecodeCounts, counts_from_rounds
@@ -35,18 +36,13 @@ SHORT_TEXT = (f"fewer than {MIN_ROUNDS} speculative rounds per repeat: alpha_j, 
               "rounds and a few milliseconds of noise, so read them as rough, not as facts")
 
 
-def fmt(x: float, d: int = 3, unit: str = "") -> str:
-    """A number for the page; '—' (not NaN) when it is not measured yet."""
-    return f"{x:.{d}f}{unit}" if isinstance(x, (int, float)) and math.isfinite(x) else "—"
-
-
 def fmt_spread(s: Spread, d: int = 2, unit: str = "") -> str:
     """'median (min-max)' for several values, the value alone for one, '—' for none."""
     if s.n == 0:
         return "—"
     if s.n == 1:
-        return fmt(s.median, d, unit)
-    return f"{fmt(s.median, d, unit)} ({fmt(s.lo, d)}–{fmt(s.hi, d, unit)})"
+        return fixed(s.median, d, unit)
+    return f"{fixed(s.median, d, unit)} ({fixed(s.lo, d)}–{fixed(s.hi, d, unit)})"
 
 
 # ------------------------------------------------------------------------------------------ measuring
@@ -99,11 +95,11 @@ def _gap_factors(s: RepeatSummary) -> str:
     f = {k: getattr(s, k).median for k in FACTOR_NAMES}
     ms = 1e3 * s.overhead_s_per_round.median
     text = (
-        f"Measured / predicted = {fmt(f['accept'], 2)} x {fmt(f['spec_round'], 2)} x {fmt(f['base_step'], 2)} "
-        f": {fmt(f['accept'], 2)} from the acceptance draw ({fmt(s.tokens_per_pass.median, 2)} "
-        f"tokens per round against the E[N] of the measured alpha_j), {fmt(f['spec_round'], 2)} from per-round "
-        f"overhead the algebra does not model ({fmt(ms, 2)} ms per round outside the draft and verify passes: "
-        f"sampling, the acceptance test, cache rollback, Python), {fmt(f['base_step'], 2)} from the baseline's own "
+        f"Measured / predicted = {fixed(f['accept'], 2)} x {fixed(f['spec_round'], 2)} x {fixed(f['base_step'], 2)} "
+        f": {fixed(f['accept'], 2)} from the acceptance draw ({fixed(s.tokens_per_pass.median, 2)} "
+        f"tokens per round against the E[N] of the measured alpha_j), {fixed(f['spec_round'], 2)} from per-round "
+        f"overhead the algebra does not model ({fixed(ms, 2)} ms per round outside the draft and verify passes: "
+        f"sampling, the acceptance test, cache rollback, Python), {fixed(f['base_step'], 2)} from the baseline's own "
         "overhead (its wall time per token over its forward pass, the unit of c and v)."
     )
     finite = {k: abs(math.log(v)) for k, v in f.items() if math.isfinite(v) and v > 0}
@@ -121,19 +117,19 @@ def gap_sentence(m: Measured, spread_over: RepeatSummary) -> str:
                 "there is nothing to set the prediction against.")
     if r.kind == "no-prediction":
         if s.c.n == 0:
-            return (f"Measured {fmt(r.measured, 2, 'x')}{' (a slowdown)' if r.slowdown else ''}, but the algebra has "
+            return (f"Measured {fixed(r.measured, 2, 'x')}{' (a slowdown)' if r.slowdown else ''}, but the algebra has "
                     "nothing to predict from: nothing was drafted (a run this short may draft nothing), so c is "
                     "undefined; and with no drafts both sides ran the same target steps, so that measured number is "
                     "timer noise. Use more tokens.")
-        return (f"Measured {fmt(r.measured, 2, 'x')}{' (a slowdown)' if r.slowdown else ''}, but the algebra has "
+        return (f"Measured {fixed(r.measured, 2, 'x')}{' (a slowdown)' if r.slowdown else ''}, but the algebra has "
                 "nothing to predict from: the measured costs are not usable (no baseline step was timed). Run again.")
     if r.slowdown:
-        head = (f"This is a slowdown: speculative decoding ran at {fmt(r.measured, 2, 'x')} the baseline's speed. "
-                + (f"The algebra predicted a slowdown too ({fmt(r.predicted, 2, 'x')}): at this acceptance the draft "
+        head = (f"This is a slowdown: speculative decoding ran at {fixed(r.measured, 2, 'x')} the baseline's speed. "
+                + (f"The algebra predicted a slowdown too ({fixed(r.predicted, 2, 'x')}): at this acceptance the draft "
                    "and verify costs outweigh the tokens they save. " if r.predicted_slowdown else
-                   f"The algebra predicted {fmt(r.predicted, 2, 'x')}. "))
+                   f"The algebra predicted {fixed(r.predicted, 2, 'x')}. "))
     else:
-        head = f"Measured {fmt(r.measured, 2, 'x')} against predicted {fmt(r.predicted, 2, 'x')}. "
+        head = f"Measured {fixed(r.measured, 2, 'x')} against predicted {fixed(r.predicted, 2, 'x')}. "
     head = (f"Pooled over the {spread_over.repeats} repeats: " if spread_over.repeats > 1 else "") + head
     if r.kind == "match":
         gap = f"Measured is {r.ratio:.0%} of predicted, within {CLOSE:.0%}. " + _gap_factors(s) + " "
@@ -151,7 +147,8 @@ def gap_sentence(m: Measured, spread_over: RepeatSummary) -> str:
     else:
         tail = f"The {sp.repeats} repeats agree within {max(sp.measured.relative(), sp.predicted.relative()):.0%}."
     if r.short:
-        tail += f" And with {fmt(sp.rounds.lo, 0)} rounds in the shortest repeat, the run is too short for its numbers."
+        tail += (f" And with {fixed(sp.rounds.lo, 0)} rounds in the shortest repeat, "
+                 "the run is too short for its numbers.")
     return head + gap + tail
 
 
@@ -165,23 +162,23 @@ def metrics_row(m: Measured, s: RepeatSummary) -> None:
     n = f"pooled over {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
 
     def rng(x: Spread, d: int) -> str:
-        return f"{n}; per repeat {fmt(x.lo, d)} to {fmt(x.hi, d)}. " if x.n > 1 else f"{n}. "
+        return f"{n}; per repeat {fixed(x.lo, d)} to {fixed(x.hi, d)}. " if x.n > 1 else f"{n}. "
 
     cols = st.columns(4)
-    cols[0].metric("tokens per target pass", fmt(m.tokens_per_pass, 2),
+    cols[0].metric("tokens per target pass", fixed(m.tokens_per_pass, 2),
                    help=rng(s.tokens_per_pass, 2) + "emitted tokens / verification rounds")
-    cols[1].metric("alpha (constant fit)", fmt(m.alpha_const, 3),
+    cols[1].metric("alpha (constant fit)", fixed(m.alpha_const, 3),
                    help=rng(s.alpha, 3) + "accepted drafts / drafted positions reached")
-    cols[2].metric("c measured", fmt(m.c, 4),
+    cols[2].metric("c measured", fixed(m.c, 4),
                    help=rng(s.c, 4) + "draft seconds per drafted token / baseline seconds per token")
-    cols[3].metric("v measured", fmt(m.v, 3),
+    cols[3].metric("v measured", fixed(m.v, 3),
                    help=rng(s.v, 3) + "verify seconds per round / baseline seconds per token")
     cols = st.columns(4)
-    cols[0].metric("tokens/s speculative", fmt(m.spec_tokens_per_s, 1), help=rng(s.spec_tokens_per_s, 1))
-    cols[1].metric("tokens/s autoregressive", fmt(m.base_tokens_per_s, 1), help=rng(s.base_tokens_per_s, 1))
-    cols[2].metric("predicted speedup", fmt(m.predicted_speedup, 2, "x"),
+    cols[0].metric("tokens/s speculative", fixed(m.spec_tokens_per_s, 1), help=rng(s.spec_tokens_per_s, 1))
+    cols[1].metric("tokens/s autoregressive", fixed(m.base_tokens_per_s, 1), help=rng(s.base_tokens_per_s, 1))
+    cols[2].metric("predicted speedup", fixed(m.predicted_speedup, 2, "x"),
                    help=rng(s.predicted, 2) + "speedup_positional(alpha_j, c, v) from specdec_core.algebra")
-    cols[3].metric("measured speedup", fmt(m.measured_speedup, 2, "x"),
+    cols[3].metric("measured speedup", fixed(m.measured_speedup, 2, "x"),
                    help=rng(s.measured, 2) + "baseline seconds per token / speculative seconds per token "
                                              "(wall clock in the decoder)")
 
@@ -207,9 +204,9 @@ def vllm_block(counts: SpecDecodeCounts, alphas: np.ndarray, table: bool = True,
     """vLLM's three quantities for these rounds, with their definitions, beside the conditional alpha_j."""
     rate, length, per_pos = counts.acceptance_rate(), counts.mean_acceptance_length(), counts.per_position_rates()
     cols = st.columns(3)
-    cols[0].metric("vLLM acceptance rate", fmt(rate, 3), help="accepted / drafted tokens")
-    cols[1].metric("vLLM mean acceptance length", fmt(length, 3), help="1 + accepted / drafts (bonus counted)")
-    cols[2].metric("vLLM per-position rates", ", ".join(fmt(x, 2) for x in per_pos) if counts.num_drafts else "—",
+    cols[0].metric("vLLM acceptance rate", fixed(rate, 3), help="accepted / drafted tokens")
+    cols[1].metric("vLLM mean acceptance length", fixed(length, 3), help="1 + accepted / drafts (bonus counted)")
+    cols[2].metric("vLLM per-position rates", ", ".join(fixed(x, 2) for x in per_pos) if counts.num_drafts else "—",
                    help="drafts with the first j tokens accepted / drafts (unconditional)")
     st.caption(VLLM_DEFINITIONS + f" Counted over {counts.num_drafts} drafts and {counts.num_draft_tokens} drafted "
                "tokens.")
@@ -217,9 +214,9 @@ def vllm_block(counts: SpecDecodeCounts, alphas: np.ndarray, table: bool = True,
         a = np.asarray(alphas, dtype=float)
         st.dataframe({
             "position j": list(range(1, len(per_pos) + 1)),
-            "alpha_j (conditional, this page)": [fmt(x, 3) for x in a],
-            "per-position rate (vLLM, unconditional)": [fmt(x, 3) for x in per_pos],
-            "conditional from vLLM's counts": [fmt(x, 3) for x in counts.conditional_alphas()],
+            "alpha_j (conditional, this page)": [fixed(x, 3) for x in a],
+            "per-position rate (vLLM, unconditional)": [fixed(x, 3) for x in per_pos],
+            "conditional from vLLM's counts": [fixed(x, 3) for x in counts.conditional_alphas()],
         }, hide_index=True, key=f"vllm_table{key}")
         if counts.drafts_shorter_than_gamma():
             st.caption("The last column is r_j / r_(j-1) from vLLM's counts. It is below alpha_j where some drafts "
@@ -236,7 +233,7 @@ def panel(m: Measured, s: RepeatSummary, counts: SpecDecodeCounts, figures: bool
     metrics_row(m, s)
     vllm_block(counts, m.alphas, table=figures, key=key)
     st.caption(f"{m.rounds} rounds, {m.tokens} tokens over {s.repeats} repeat(s), pooled. The prediction uses "
-               f"alpha_j (E[N] = {fmt(m.expected_tokens, 3)}); the constant fit alpha is drawn for comparison only.")
+               f"alpha_j (E[N] = {fixed(m.expected_tokens, 3)}); the constant fit alpha is drawn for comparison only.")
     if figures and m.rounds:
         left, right = st.columns(2)
         show(alpha_figure(m.alphas, m.reached, m.alpha_const), key=f"fig_alpha{key}", where=left)
@@ -248,8 +245,8 @@ def race_readout(m: Measured, s: RepeatSummary, device: str, pair: str = "builti
     measured, the short-run flag, the gap sentence and the pair's own cost note and verdict."""
     spread = (f" Per repeat, measured ran {fmt_spread(s.measured, 2, 'x')} and predicted "
               f"{fmt_spread(s.predicted, 2, 'x')} (median, min–max)." if s.repeats > 1 else "")
-    st.markdown(f"**Predicted** {fmt(m.predicted_speedup, 2, 'x')} against **measured** "
-                f"{fmt(m.measured_speedup, 2, 'x')}: every round and token of the {s.repeats} interleaved "
+    st.markdown(f"**Predicted** {fixed(m.predicted_speedup, 2, 'x')} against **measured** "
+                f"{fixed(m.measured_speedup, 2, 'x')}: every round and token of the {s.repeats} interleaved "
                 f"repeat(s) pooled, batch 1, this device ({device}).{spread}")
     if s.short():
         st.warning(f"Too short for its numbers: {SHORT_TEXT}. Use 200+ tokens.")
@@ -328,7 +325,7 @@ def sweep_panel(srec: SweepRecord) -> None:
         "alpha (fit)": [r(s.alpha.median) for s in sums],
         "vLLM acceptance rate": [r(c.acceptance_rate()) for *_, c in results],
         "vLLM mean acceptance length": [r(c.mean_acceptance_length()) for *_, c in results],
-        "vLLM per-position rates": [", ".join(fmt(x, 2) for x in c.per_position_rates()) for *_, c in results],
+        "vLLM per-position rates": [", ".join(fixed(x, 2) for x in c.per_position_rates()) for *_, c in results],
         "c": [r(s.c.median, 4) for s in sums], "v": [r(s.v.median) for s in sums],
         "predicted": [r(s.predicted.median) for s in sums], "predicted min": [r(s.predicted.lo) for s in sums],
         "predicted max": [r(s.predicted.hi) for s in sums],

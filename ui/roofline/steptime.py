@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from specdec_core import roofline, steptime
+from specdec_core.formatting import whole
 from ui.chart_wire import charts_last
 from ui.controls import slider_input
 from ui.figure_cache import cached_figure
@@ -27,12 +28,6 @@ SPLIT_BATCHES = (1, 16, 64, 128, 256, 512)
 MAX_GAMMA = 16
 
 measured = st.fragment(measured_section)   # its radio reruns it alone (off by default)
-
-
-def num(x: float) -> str:
-    """A ridge, intensity or batch for the page: whole numbers as the seed writes them (295, 74); a value
-    below 1, which only a custom device can produce, keeps two significant digits instead of showing 0."""
-    return f"{x:.0f}" if x >= 1 else f"{x:.2g}"
 
 
 # --------------------------------------------------------------------------------------- cached data ----
@@ -158,9 +153,9 @@ def kernel_words(hw: roofline.Hardware, t: steptime.DecoderShape, mode: str, kv:
     fate = "stays memory-bound at every batch and context" if ai < ridge_kv else "is compute-bound"
     return (
         f"**Which kernel is compute-bound, and where.** The linear layers of a plain decode step turn "
-        f"compute-bound at B = {num(dec)}; those of the verify pass, with gamma + 1 = {gamma + 1} tokens per "
-        f"sequence, at B = {num(ver)}. Attention does {ai:g} FLOP per byte of KV cache whatever the batch and "
-        f"context ({t.group:g} query heads share each KV head), against a ridge of {num(ridge_kv)}: it {fate}, "
+        f"compute-bound at B = {whole(dec)}; those of the verify pass, with gamma + 1 = {gamma + 1} tokens per "
+        f"sequence, at B = {whole(ver)}. Attention does {ai:g} FLOP per byte of KV cache whatever the batch and "
+        f"context ({t.group:g} query heads share each KV head), against a ridge of {whole(ridge_kv)}: it {fate}, "
         "and it runs after the linear layers, not hidden under them. Hatched segments below are compute-bound."
     )
 
@@ -215,7 +210,7 @@ def crossing_words(
     )
     st.markdown(
         f"At context {ctx:,}, gamma = {gamma} and alpha = {alpha:g}, the modelled speedup **{where}**{hbm}; "
-        f"the linear layers' crossover for this gamma is B = {num(roofline.crossover_batch(hw, gamma, mode))}. "
+        f"the linear layers' crossover for this gamma is B = {whole(roofline.crossover_batch(hw, gamma, mode))}. "
         "Attention reads each sequence's KV cache once whatever the number of new tokens, so a long context "
         "adds the same time to a decode step and to a verify pass: v moves toward 1 and the crossing moves "
         "out."
