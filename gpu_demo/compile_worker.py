@@ -1,8 +1,9 @@
 """A constraint's compilation under a wall-clock limit: a worker process compiles it and is killed at the deadline.
 
-llguidance's own budgets (lexer fuel, Earley items, grammar size) bound a mask step, not the compilation: an
-11 KB JSON schema (300 ``patternProperties``) compiled for 35 s on this machine with every budget set small,
-and a 32 KB regex spent most of its time building the lexer over the token trie. A thread cannot be
+llguidance's own budgets (lexer fuel, Earley items, grammar size) bound a mask step, not the compilation: a
+JSON schema with hundreds of ``patternProperties`` compiles for tens of seconds with every budget set small
+(tests/test_compile_worker.py), and a long regex spends most of its time building the lexer over the token
+trie. A thread cannot be
 stopped, so long-lived workers (no torch) compile the grammar over the same tokenizer first
 (validation, then the matcher); past ``limit_s`` a worker is killed, which stops the work, and the next request
 starts a fresh one. Only a grammar that compiled in time is built again in-process, so a request costs at

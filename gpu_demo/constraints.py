@@ -33,7 +33,7 @@ from gpu_demo import compile_worker
 KINDS = ("regex", "json", "lark")
 JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 MAX_SOURCE_BYTES = 32_000  # a constraint's source, page or CLI (its compile time: compile_worker's limit)
-MAX_DEPTH = 32  # JSON schema nesting; deeper schemas used to end in RecursionError
+MAX_DEPTH = 32  # JSON schema nesting: deeper schemas are refused before they reach a RecursionError
 KEEP_MASKS = 64  # masks kept behind the current position (a round rolls back at most gamma <= 16)
 _LLTOKENIZERS: dict[int, tuple] = {}  # id(tokenizer) -> (tokenizer, LLTokenizer, key, spec)
 

@@ -239,7 +239,7 @@ def test_seed_tables_are_computed(app_test):
 
 @pytest.mark.parametrize("section", [*SECTIONS, "all"])
 def test_the_section_chooser_shows_only_the_chosen_section(app_test, section):
-    """A shared ?section= opens that view (issue 26); the sections not shown are not drawn, and the model is."""
+    """A shared ?section= opens that view; the sections not shown are not drawn, and the model is."""
     at = app_test(PAGE, **({} if section == "papers" else {"section": section}))
     assert_clean(at)
     assert at.radio(key="algebra.section").value == section
@@ -310,7 +310,7 @@ def test_figures_plot_the_core_numbers(app_test):
 
 def test_preset_from_url_loads_it_and_offers_to_reload_it(app_test):
     name = "Leviathan: EnDe, T5-small, temp 0"
-    at = app_test(PAGE, preset=name)  # the URL names a preset: the controls take it (issue 16)
+    at = app_test(PAGE, preset=name)  # the URL names a preset: the controls take it
     assert_clean(at)
     assert_readouts(at, 0.75, 7, 0.015, 1.0)
     assert metrics(at)["Speedup"] == "3.26x"
@@ -335,7 +335,7 @@ def test_spread_sentence_uses_the_exact_pmf(app_test):
     assert any("every step emits exactly one token" in m.value for m in at0.markdown)
 
 
-# ------------------------------------------------------------ issue 14: costs from a decoder shape ----
+# ------------------------------------------------------------ costs from a decoder shape ----
 def _shape_costs(batch: int, ctx: int, hw: str = "H100 SXM", mode: str = "bf16", kv: str = "bf16"):
     """c and v(gamma) for gamma = 0..32, 8B target / 1B draft, from specdec_core.steptime directly."""
     from specdec_core import roofline, steptime
@@ -458,7 +458,7 @@ def test_the_roofline_link_opens_the_same_workload(app_test):
     assert m["Speedup"] == f"{float(cur.speedup):.2f}x" == {x.label: x.value for x in roof.metric}["Speedup at B = 128"]
 
 
-# ------------------------------------------------------ issue 16: the paper's table, deep links, temperature ----
+# ------------------------------------------------------ the paper's table, deep links, temperature ----
 # Leviathan et al., ICML 2023, Table 2, typed in from the paper: (task, draft, temp, gamma, alpha, speedup).
 TABLE_2 = [
     ("EnDe", "T5-small", 0, 7, 0.75, 3.4),

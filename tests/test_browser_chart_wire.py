@@ -1,5 +1,5 @@
 """Real browser: a chart sent as ui.chart_wire's spec renders exactly as the templated figure it came from, and
-Plotly draws it once as it mounts, where a chart sent the usual way is drawn twice (issue 26)."""
+Plotly draws it once as it mounts, where a chart sent the usual way is drawn twice."""
 
 from __future__ import annotations
 

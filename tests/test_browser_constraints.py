@@ -1,4 +1,4 @@
-"""Real browser: the live page runs a JSON-schema request on SmolLM2 and shows valid JSON (issue 18).
+"""Real browser: the live page runs a JSON-schema request on SmolLM2 and shows valid JSON.
 
 SmolLM2 decodes about 10-20 tokens/s on this CPU: the request is short (greedy, at most 32 tokens).
 """

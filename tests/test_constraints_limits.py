@@ -1,4 +1,4 @@
-"""Bounded, one-line refusals of hostile constraint sources (issue 25), in the library and in the CLI.
+"""Bounded, one-line refusals of hostile constraint sources, in the library and in the CLI.
 
 Before: a deeply nested schema raised RecursionError (a traceback on /live, exit 1 in the CLI);
 ``--json-schema /dev/zero`` ended in MemoryError; a lone surrogate printed a codec error; the Lark

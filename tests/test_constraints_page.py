@@ -1,4 +1,4 @@
-"""AppTest of the live page's constrained-decoding section (issue 18).
+"""AppTest of the live page's constrained-decoding section.
 
 The built-in pair runs at the page's defaults (fast); SmolLM2 runs the JSON-schema preset (slow: a few
 seconds of decoding on a CPU) and the page must show valid JSON.

@@ -136,7 +136,7 @@ def test_a_trap_label_does_not_repeat_the_question():
 
 
 def test_walkthrough_crossover_inputs_are_drill_inputs():
-    """One key for the hardware (issue 28): a walkthrough step's crossover inputs are a drill's, answered by it."""
+    """One key for the hardware: a walkthrough step's crossover inputs are a drill's, answered by it."""
     from specdec_core import drills
 
     steps = [s for s in interview_content.WALKTHROUGH if s.compute and s.compute[0] == "crossover"]
@@ -162,7 +162,7 @@ def _keyed_texts() -> list[tuple[str, str]]:
 
 
 def test_every_keyed_answer_that_mentions_batch_names_context_too():
-    """KV traffic grows with context x batch (issue 31): no keyed answer speaks of batch without context."""
+    """KV traffic grows with context x batch: no keyed answer speaks of batch without context."""
     batch = [(name, t) for name, t in _keyed_texts() if "batch" in t.lower()]
     assert len(batch) >= 8
     assert [name for name, t in batch if "context" not in t.lower()] == []

@@ -56,7 +56,7 @@ def test_a_pairs_eagle_drafter_gets_its_tree_form(trained) -> None:
 
 def test_one_token_prompt_drafts_nothing_in_the_first_round_as_the_chain_does(trained) -> None:
     """No true feature before the first target step: the tree drafter, like the chain drafter, drafts nothing
-    (before issue 28 it seeded a zero feature and drafted a whole tree from it)."""
+    (seeding a zero feature would draft a whole tree from nothing)."""
     target, head = trained
     chain_events = list(speculative(target, EagleDrafter(target, head), [7], 10, 3, GREEDY))
     tree_events = list(tree_speculative(target, EagleDrafter(target, head), [7], 10, branching_tree([2, 1]), GREEDY))

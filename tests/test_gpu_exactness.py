@@ -169,7 +169,7 @@ def test_exact_joint_is_a_distribution_over_all_cells() -> None:
         assert abs(exact_joint(t_table, SETTINGS["T=1"], PROMPT[0])[a * V * V + b * V + c] - want) < 1e-15
 
 
-# --------------------------------------------- a greedy draft under a sampling target (issue 13, defect 5)
+# --------------------------------------------- a greedy draft under a sampling target
 
 GREEDY = SamplingConfig(temperature=0.0)
 

@@ -1,5 +1,5 @@
 """No import cycle among the project's packages: every `import` and `from ... import` (at module level or inside a
-function) is an edge, and the graph must be acyclic (issue 28: eagle and eagle_tree imported each other)."""
+function) is an edge, and the graph must be acyclic (eagle and eagle_tree must not import each other)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The live page's model cache (issue 17, items 8 and 9).
+"""The live page's model cache.
 
 * Cycling through every registered pair loads each once: the cache holds an entry per pair and device
   (it held 3 for 4 pairs, so every cycle reloaded SmolLM2).

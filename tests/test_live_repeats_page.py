@@ -1,4 +1,4 @@
-"""The live page's repeated race (issue 15): medians with their spread, vLLM's quantities beside the measured
+"""The live page's repeated race: medians with their spread, vLLM's quantities beside the measured
 acceptance, the short-run flag, the sentence under the race in every case, and a stopped sweep's partial results.
 
 Page numbers are recomputed here from the record's own events with gpu_demo.measure.stats (the one
@@ -43,7 +43,7 @@ def test_race_with_three_repeats_shows_medians_and_spread(app_test):
 
     pooled = measure_events(3, *([x for r in rec.repeats for x in getattr(r, n)]
                                  for n in ("events", "spec_wall", "base_events", "base_wall")))
-    # one statistic on screen: the pooled run, so the metrics, the race line and the chart agree (issue 27)
+    # one statistic on screen: the pooled run, so the metrics, the race line and the chart agree
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["measured speedup"] == f"{pooled.measured_speedup:.2f}x"
     assert metrics["predicted speedup"] == f"{pooled.predicted_speedup:.2f}x"

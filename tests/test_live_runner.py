@@ -1,6 +1,6 @@
 """The live page's runner without Streamlit: the interleaved order a race and a sweep really run in, and a Stop
 (any exception raised from a per-round callback, as Streamlit's stop and rerun exceptions are) landing between
-two rounds, releasing the model at once, and keeping what finished (issue 17, item 10).
+two rounds, releasing the model at once, and keeping what finished.
 
 A tiny untrained pair keeps these fast; greedy output must still equal plain greedy decoding after a stop,
 which shows the interrupted run left the shared model usable.

@@ -1,5 +1,5 @@
 """The real SmolLM2 pairs stop at the chat template's end of turn, on the live page's race (speculative run and
-baseline alike) and in the CLI, and no output shows template markup as reply text (issue 27).
+baseline alike) and in the CLI, and no output shows template markup as reply text.
 
 Greedy speculative output still equals plain greedy output token for token: both stop at the same token.
 """

@@ -1,4 +1,4 @@
-"""The live page's words about costs hold on this device (issue 14): the CPU note and the measured-v reading."""
+"""The live page's words about costs hold on this device: the CPU note and the measured-v reading."""
 
 from __future__ import annotations
 

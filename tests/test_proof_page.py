@@ -162,7 +162,7 @@ def test_exhaustive_check_and_identical_draft_are_shown(app_test):
     assert at.latex, "the explanation's formulas are missing"
 
 
-# ------------------------------------------------------------ issue 16 ----
+# ------------------------------------------------------------ ----
 BIASED = ("resample_p", "raw_logits", "wrong_q")
 
 
@@ -246,7 +246,7 @@ def test_per_prefix_alpha_2_is_combined_into_one(app_test):
     assert any(f"E[N] = {t['tokens_enumerated']:.4f}" in c.value for c in at.caption)
 
 
-# ------------------------------------------------------------ issue 26 ----
+# ------------------------------------------------------------ ----
 @pytest.mark.parametrize(
     "section, charts, shown, hidden",
     [

@@ -229,7 +229,7 @@ def test_knees_of_two_formats_are_set_side_by_side(app_test):
     assert any("halves with every halving of the bytes" in c.value for c in at.caption)
 
 
-# ------------------------------------------------------------ issue 14: the denominator taught right ----
+# ------------------------------------------------------------ the denominator taught right ----
 def test_words_do_not_overclaim(app_test):
     at = app_test(PAGE)
     title = at.title[0].value

@@ -56,7 +56,7 @@ def _near_the_top_p_edge(z: np.ndarray, cfg: SamplingConfig) -> bool:
 
 
 def _id_order_top_k(z: np.ndarray, cfg: SamplingConfig) -> np.ndarray:
-    """Negative control: top-k that keeps exactly k tokens, lower ids first (the page's rule before issue 28)."""
+    """Negative control: top-k that keeps exactly k tokens, lower ids first (a tempting wrong rule)."""
     probs = sampling_distribution(z, cfg.temperature, TOP_K_OFF, TOP_P_OFF)
     keep = np.zeros(probs.size, dtype=bool)
     keep[np.argsort(-probs, kind="stable")[: cfg.top_k]] = True

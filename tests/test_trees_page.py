@@ -143,7 +143,7 @@ def test_draws_within_the_budget_are_not_capped(app_test):
     ("typical", 4, "TV(typical law, p)", "E[N], tree"),
 ])
 def test_the_section_chooser_shows_only_the_chosen_section(app_test, section, charts, shown, hidden):
-    """A shared ?section= opens that view (issue 26); the sections not shown are not drawn (nor computed)."""
+    """A shared ?section= opens that view; the sections not shown are not drawn (nor computed)."""
     at = app_test(PAGE, n=FAST, **({} if section == "tree" else {"section": section}))
     _ok(at)
     assert at.radio(key="trees.section").value == section

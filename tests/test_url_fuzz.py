@@ -1,7 +1,7 @@
 """Hostile URLs on every page, through AppTest: no exception, no NaN or inf on screen, no injected link or image.
 
 Every page's URL parameter names are discovered from ui.controls' registry after a run (with the choices that
-reveal conditional controls), so a control added later is fuzzed too. The named values from issue 17 run on
+reveal conditional controls), so a control added later is fuzzed too. The named values run on
 every page as a fast deterministic list; hypothesis adds random strings and numbers (marked slow).
 """
 
@@ -29,7 +29,7 @@ PAGES = {  # page file -> settings that reveal its conditional controls (each se
 }
 ROOT = Path(__file__).resolve().parents[1]
 EVIL = "evil.example"
-NAMED = [  # the values issue 17 names, and their relatives
+NAMED = [  # named hostile values, and their relatives
     "inf", "-inf", "+inf", "Infinity", "-Infinity", "1e999", "-1e999", "nan", "NaN", "", " ", "-1", "1e308",
     "9" * 400, "0x10", "abc", "true",
     "`", "`![x](http://evil.example/a.png)`", "[Click here to re-authenticate](https://evil.example/login)",

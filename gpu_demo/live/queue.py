@@ -98,7 +98,7 @@ def decode_threads(device: str) -> Iterator[None]:
     """On CPU, torch uses CPU_DECODE_THREADS intra-op threads for the body; the old count comes back after.
 
     The setting is process-wide, so overlapping runs (two pairs at once) share one count: the first
-    to start saves the old value and the last to finish restores it.
+    to start saves the value it found and the last to finish restores it.
     """
     global _threads_users, _threads_saved
     if device != "cpu":
