@@ -216,6 +216,8 @@ def _sol_rollback_pages(d: dict) -> list[str]:
         f"freed   = {pages_held(n + g, page)} - {pages_held(n + k, page)} = {pages_freed(n, g, k, page)} page(s)",
         "rollback only moves the sequence length back; no KV is copied, and slots in a kept page are overwritten "
         "next round",
+        "vLLM V1 would free none: it lowers the computed-token count and keeps the blocks, which the next round's "
+        "drafts write into again",
     ]
 
 
@@ -330,9 +332,10 @@ def _ask_kv_batch(d: dict) -> str:
 
 def _ask_rollback_pages(d: dict) -> str:
     return (
-        f"A paged KV cache uses pages of P = {d['page']} token slots. A sequence has n = {d['cached']} tokens "
-        f"cached; the verify pass writes the KV of gamma = {d['gamma']} drafts, and {d['accepted']} are accepted. "
-        "How many pages go back to the free list when the rejected ones are rolled back?"
+        f"A paged KV cache whose allocator frees emptied pages on rollback (as SGLang's token pool does) uses "
+        f"pages of P = {d['page']} token slots. A sequence has n = {d['cached']} tokens cached; the verify pass "
+        f"writes the KV of gamma = {d['gamma']} drafts, and {d['accepted']} are accepted. How many pages go back "
+        "to the free list when the rejected ones are rolled back?"
     )
 
 

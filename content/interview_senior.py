@@ -142,10 +142,13 @@ SENIOR_QUESTIONS: tuple[tuple, ...] = (
                    "A chain's accepted prefix is already in place; nothing needs copying."),
             ("Recompute the whole sequence's KV from the prompt", False,
                    "That would cost a prefill per round; rollback must be O(1) for speculation to pay."),
-            ("Cut the sequence length, freeing blocks past it", True,
-                   "The rejected slots sit after the accepted prefix: set the length back and release any block "
-                   "that is now empty; the next round overwrites the rest. Trees need one more step: the accepted "
-                   "path's entries are compacted into consecutive slots, since siblings sat between them."),
+            ("Cut the sequence length back to the accepted prefix", True,
+                   "The rejected slots sit after the accepted prefix: set the length back and the next round "
+                   "overwrites them. What happens to the emptied pages is the allocator's choice: SGLang's token "
+                   "pool frees the rejected slots, while vLLM V1 keeps the blocks (it lowers the computed-token "
+                   "count, and the next round's drafts are written into the same slots). Trees need one more step: "
+                   "the accepted path's entries are compacted into consecutive slots, since siblings sat between "
+                   "them."),
             ("Keep the 3 entries, masked out of later attention", False,
                    "Masks are for the verify pass's tree; stale entries left in the cache would be read later."),
         ),

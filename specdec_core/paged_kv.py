@@ -1,10 +1,12 @@
-"""A paged KV cache (vLLM's PagedAttention): pages held by a sequence, and pages freed when drafts are rolled back.
+"""A paged KV cache: pages held by a sequence, and pages freed when drafts are rolled back.
 
 A sequence of n cached tokens holds ceil(n / P) pages of P token slots. A verify pass writes the KV of gamma draft
 tokens (n -> n + gamma); if k are accepted, the r = gamma - k rejected slots are dropped by moving the sequence
 length back to n + k, and only pages left with no live slot go back to the free list:
     freed = ceil((n + gamma) / P) - ceil((n + k) / P)
-Slots of a page that stays held are simply overwritten later; no KV is copied.
+Slots of a page that stays held are simply overwritten later; no KV is copied. This is an allocator that frees
+on rollback, as SGLang's token-to-KV pool does. vLLM V1 does not: it lowers the request's computed-token count
+and keeps its blocks, which the next round's drafts write into again, so under vLLM a rollback frees nothing.
 """
 
 from __future__ import annotations
