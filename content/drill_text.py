@@ -12,10 +12,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
-from specdec_core.drill_kinds import break_even_of, kv_batch_of, rule_tv, sample_compare_gap, speedup_of, tree_mask_of
+from specdec_core.drill_kinds import (
+    batch_tokens_of,
+    break_even_of,
+    kv_batch_of,
+    rule_tv,
+    sample_compare_gap,
+    speedup_of,
+    tree_mask_of,
+)
 from specdec_core.drills import Drill
+from specdec_core.moe import expected_experts, expert_read_ratio
 from specdec_core.paged_kv import pages_freed, pages_held
-from specdec_core.rejection import acceptance_rate, accepted_mass, match_acceptance, matched_mass, total_variation
+from specdec_core.rejection import (
+    acceptance_rate,
+    accepted_mass,
+    argmax_acceptance,
+    match_acceptance,
+    matched_mass,
+    total_variation,
+)
 from specdec_core.roofline import HARDWARE, MODE_LABELS, bytes_per_weight, crossover_batch, flops_per_weight_byte, ridge
 from specdec_core.steptime import KV_LABELS, KV_PRECISIONS, SHAPES
 
@@ -253,6 +269,71 @@ def _sol_tree_mask(d: dict) -> list[str]:
 
 
 # --------------------------------------------------------------- prompts ----
+def _sol_argmax_draft(d: dict) -> list[str]:
+    p, q = np.asarray(d["p"]), np.asarray(d["q"])
+    x = int(np.argmax(q))
+    return [
+        f"the draft proposes its argmax: x = token {x} (q(x) = {q[x]:g}); as a law that is a one-hot q",
+        f"accept with min(1, p(x) / 1) = p(x) = {p[x]:g}; on rejection resample from (p - onehot)+, so the output "
+        "is still exactly p",
+        f"alpha(argmax) = p(token {x}) = {argmax_acceptance(p, q):g}",
+        f"a sampled draft would keep sum min(p, q) = {acceptance_rate(p, q):.2f}: argmax drafting wins when the "
+        "models agree on a peaked p and loses at high temperature, where p is flat (vLLM's docs say so)",
+    ]
+
+
+def _sol_moe_experts(d: dict) -> list[str]:
+    e, k, g = d["experts"], d["top_k"], d["gamma"]
+    t = g + 1
+    miss = (1 - k / e) ** t
+    return [
+        f"E = {e} routed experts, top-{k} per token; the verify pass carries T = gamma + 1 = {t} tokens",
+        f"an expert is missed by one token with probability 1 - k/E = {1 - k / e:.4f}, by all T: "
+        f"({1 - k / e:.4f})^{t} = {miss:.4f}",
+        f"experts touched = E (1 - {miss:.4f}) = {expected_experts(e, k, t):.2f}, against k = {k} for one token",
+        f"ratio = {expected_experts(e, k, t):.2f} / {k} = {expert_read_ratio(e, k, t):.4g}: the routed-expert weights "
+        "a pass reads, in decode steps' worth (uniform routing; a skewed router touches fewer)",
+        "so at batch 1 an MoE target's v grows with gamma where a dense target's stays near 1",
+    ]
+
+
+def _sol_batch_tokens(d: dict) -> list[str]:
+    a, g = np.asarray(d["alphas"]), d["gamma"]
+    per = expected_tokens(a, g)
+    mean_n = float(expected_tokens(float(a.mean()), g))
+    return [
+        f"each request keeps its own accepted prefix plus one token: E[N_i] = (1 - alpha_i^{g + 1}) / (1 - alpha_i)",
+        "E[N_i] = " + ", ".join(f"{x:.4f}" for x in per),
+        f"batch: sum = {batch_tokens_of(d):.4f} tokens per pass out of {a.size} x {g + 1} = {a.size * (g + 1)} "
+        "reserved slots",
+        f"E[N] at the mean alpha {a.mean():.4g} gives {a.size} x {mean_n:.4f} = {a.size * mean_n:.4f}: off, because "
+        "E[N] is convex in alpha; engines pick gamma per batch (or per request) for this spread",
+    ]
+
+
+def _ask_argmax_draft(d: dict) -> str:
+    return (
+        f"Target p = {d['p']}, draft q = {d['q']}, sampling at T = 1. Like vLLM V1 and TensorRT-LLM, the draft "
+        "proposes its most likely token, and verification treats q as one-hot at it. What is the acceptance rate?"
+    )
+
+
+def _ask_moe_experts(d: dict) -> str:
+    return (
+        f"An MoE target routes each token to the top {d['top_k']} of {d['experts']} experts (assume uniform, "
+        f"independent routing). At batch 1, a verify pass checks gamma = {d['gamma']} drafts. How many times the "
+        "routed-expert weights of one decode step does that pass read?"
+    )
+
+
+def _ask_batch_tokens(d: dict) -> str:
+    return (
+        f"A continuous batch holds four requests whose drafts are accepted with alpha = "
+        f"{', '.join(f'{a:g}' for a in d['alphas'])}, all with gamma = {d['gamma']}. How many tokens does one "
+        "verify pass emit for the whole batch, on average?"
+    )
+
+
 def _cfg_text(cfg: dict) -> str:
     return f"alpha = {cfg['alpha']:g}, gamma = {cfg['gamma']}, c = {cfg['c']:g}, v = {cfg['v']:g}"
 
@@ -403,6 +484,16 @@ WORDS: dict[str, DrillWords] = {
         r"M_{ij} = [\,j \in \text{ancestors}(i) \cup \{i\}\,],\quad \sum_{ij} M_{ij} = "
         r"\sum_i \text{depth}(i) = \sum_{d=1}^{D} d \prod_{i \le d} b_i",
         _ask_tree_mask, _sol_tree_mask),
+    "argmax_draft": DrillWords(
+        r"\alpha_{\text{argmax}} = p\big(\arg\max_x q(x)\big) \quad\text{vs.}\quad \alpha = \sum_x \min(p(x), q(x))",
+        _ask_argmax_draft, _sol_argmax_draft),
+    "moe_experts": DrillWords(
+        r"\frac{\mathbb{E}[\text{experts}]}{k} = \frac{E\,\big(1 - (1 - k/E)^{\gamma+1}\big)}{k}",
+        _ask_moe_experts, _sol_moe_experts),
+    "batch_tokens": DrillWords(
+        r"\sum_{i=1}^{B} \frac{1-\alpha_i^{\gamma+1}}{1-\alpha_i}"
+        r" \;\ne\; B\,\frac{1-\bar\alpha^{\gamma+1}}{1-\bar\alpha}",
+        _ask_batch_tokens, _sol_batch_tokens),
 }
 
 def prompt(drill: Drill) -> str:

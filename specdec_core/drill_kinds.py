@@ -16,12 +16,15 @@ from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, 
 from specdec_core.drill_mistakes import (
     Mistake,
     alpha_pq_mistakes,
+    argmax_draft_mistakes,
+    batch_tokens_mistakes,
     best_gamma_mistakes,
     break_even_mistakes,
     compare_mistakes,
     crossover_mistakes,
     exact_rule_mistakes,
     kv_batch_mistakes,
+    moe_experts_mistakes,
     rollback_pages_mistakes,
     sample_compare_mistakes,
     speedup_cfg_mistakes,
@@ -29,9 +32,10 @@ from specdec_core.drill_mistakes import (
     tree_mask_mistakes,
     tree_tokens_mistakes,
 )
+from specdec_core.moe import expert_read_ratio
 from specdec_core.multidraft import multidraft_distribution
 from specdec_core.paged_kv import pages_freed
-from specdec_core.rejection import acceptance_rate, match_acceptance
+from specdec_core.rejection import acceptance_rate, argmax_acceptance, match_acceptance
 from specdec_core.roofline import HARDWARE, crossover_batch
 from specdec_core.steptime import SHAPES, kv_read_batch
 from specdec_core.trees import ancestor_mask, branching_tree, expected_accepted_length
@@ -187,6 +191,37 @@ def _gen_tree_mask(rng: np.random.Generator) -> dict:
             return {"branching": b}
 
 
+# (routed experts, top-k): DeepSeek-V3, Qwen3-MoE (235B), DeepSeek-MoE 16B, Mixtral 8x7B
+_MOE_SHAPES = ((256, 8), (128, 8), (64, 6), (8, 2))
+
+
+def _gen_argmax_draft(rng: np.random.Generator) -> dict:
+    """p and q over 3 or 4 tokens in steps of 0.05, q with one most likely token, where the argmax draft's
+    acceptance p(argmax q) and the sampled draft's sum min(p, q) differ by at least 0.05."""
+    size = int(rng.integers(3, 5))
+    while True:
+        d = {"p": _composition(rng, size), "q": _composition(rng, size)}
+        top = sorted(d["q"])
+        if top[-1] > top[-2] and abs(argmax_acceptance(d["p"], d["q"]) - acceptance_rate(d["p"], d["q"])) >= 0.05:
+            return d
+
+
+def _gen_moe_experts(rng: np.random.Generator) -> dict:
+    """A routed-expert shape (E, top-k) and a draft length; the pass verifies gamma + 1 tokens."""
+    e, k = _MOE_SHAPES[int(rng.integers(len(_MOE_SHAPES)))]
+    return {"experts": e, "top_k": k, "gamma": int(rng.integers(1, 8))}
+
+
+def _gen_batch_tokens(rng: np.random.Generator) -> dict:
+    """Four requests' acceptances and one gamma, spread enough that E[N] at the mean alpha is off by >= 2 %."""
+    while True:
+        alphas = sorted(float(a) for a in rng.choice(np.round(np.arange(0.2, 0.951, 0.05), 2), size=4))
+        d = {"alphas": alphas, "gamma": int(rng.integers(2, 7))}
+        at_mean = 4 * float(expected_tokens(float(np.mean(alphas)), d["gamma"]))
+        if abs(at_mean - batch_tokens_of(d)) >= 0.02 * batch_tokens_of(d):
+            return d
+
+
 # --------------------------------------------------------------- answers ----
 def speedup_of(cfg: dict) -> float:
     """E[N] / (gamma c + v) for a configuration {alpha, gamma, c, v}."""
@@ -209,6 +244,11 @@ def kv_batch_of(d: dict) -> float:
 def sample_compare_gap(d: dict) -> float:
     """sum min(p, q) - sum p q: the acceptance min(1, p/q) keeps over sample-and-compare (both exact)."""
     return float(acceptance_rate(d["p"], d["q"])) - float(match_acceptance(d["p"], d["q"]))
+
+
+def batch_tokens_of(d: dict) -> float:
+    """sum_i E[N](alpha_i, gamma): tokens a batch's verify pass emits, each request at its own acceptance."""
+    return float(np.sum(expected_tokens(np.asarray(d["alphas"]), d["gamma"])))
 
 
 def tree_mask_of(d: dict) -> np.ndarray:
@@ -267,6 +307,15 @@ KINDS: dict[str, DrillKind] = {
     "tree_mask": DrillKind("Tree attention mask", _gen_tree_mask, lambda d: int(tree_mask_of(d).sum()),
                            tree_mask_mistakes, answer_type="integer", verdict="the mask allows {} entries",
                            senior=True),
+}
+KINDS |= {  # what serving engines do in 2026: argmax drafts, MoE targets, uneven acceptance in a batch
+    "argmax_draft": DrillKind("Acceptance of an argmax draft (vLLM, TensorRT-LLM)", _gen_argmax_draft,
+                              lambda d: argmax_acceptance(d["p"], d["q"]), argmax_draft_mistakes, senior=True),
+    "moe_experts": DrillKind("Expert weights a verify pass reads (MoE target)", _gen_moe_experts,
+                             lambda d: expert_read_ratio(d["experts"], d["top_k"], d["gamma"] + 1),
+                             moe_experts_mistakes, senior=True),
+    "batch_tokens": DrillKind("Tokens per pass of a batch with uneven acceptance", _gen_batch_tokens, batch_tokens_of,
+                              batch_tokens_mistakes, senior=True),
 }
 DRILL_KINDS: tuple[str, ...] = tuple(KINDS)
 SENIOR_KINDS: tuple[str, ...] = tuple(k for k, kind in KINDS.items() if kind.senior)

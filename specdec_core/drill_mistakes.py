@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup, step_cost
+from specdec_core.moe import expected_experts, expert_read_ratio
 from specdec_core.paged_kv import pages_freed, pages_held
 from specdec_core.rejection import acceptance_rate, match_acceptance, total_variation
 from specdec_core.roofline import HARDWARE, bytes_per_weight, flops_per_weight_byte, ridge
@@ -209,4 +210,44 @@ def tree_mask_mistakes(d: dict) -> list[Mistake]:
         Mistake("N, the diagonal alone: a node also sees its ancestors, depth(i) entries in row i", n),
         Mistake("each node's ancestors without the node itself: row i has depth(i) entries, itself included",
                 allowed - n),
+    ]
+
+
+def argmax_draft_mistakes(d: dict) -> list[Mistake]:
+    p, q = np.asarray(d["p"]), np.asarray(d["q"])
+    x = int(np.argmax(q))
+    return [
+        Mistake("sum min(p, q), the sampled draft's alpha: an argmax draft is a one-hot q, so min(1, p(x) / 1) "
+                "keeps x with probability p(x)", float(acceptance_rate(p, q))),
+        Mistake("q(x), the draft's own confidence: whether x is kept is decided by the target's p(x)", float(q[x])),
+        Mistake("max p, the target's top probability: that is p(x) only when both models rank the same token "
+                "first", float(p.max())),
+        Mistake("exact match with the target's argmax: that is the greedy (T = 0) rule; sampling at T > 0 keeps x "
+                "with probability p(x)", float(int(np.argmax(p)) == x)),
+    ]
+
+
+def moe_experts_mistakes(d: dict) -> list[Mistake]:
+    e, k, t = d["experts"], d["top_k"], d["gamma"] + 1
+    return [
+        Mistake("T, as if every token met experts of its own: tokens share experts, E (1 - (1 - k/E)^T) / k < T",
+                float(t)),
+        Mistake("1, as for a dense target: a dense layer's weights serve every token, but each MoE token routes "
+                "to its own top-k", 1.0),
+        Mistake("the count of experts, not the ratio: divide by the k experts one decode token reads",
+                float(expected_experts(e, k, t))),
+        Mistake("gamma instead of gamma + 1 tokens: the pass verifies every draft and the bonus position",
+                float(expert_read_ratio(e, k, max(1, t - 1)))),
+    ]
+
+
+def batch_tokens_mistakes(d: dict) -> list[Mistake]:
+    a, g = np.asarray(d["alphas"]), d["gamma"]
+    return [
+        Mistake("B E[N] at the mean alpha: E[N] is convex in alpha, so the batch's tokens are the sum of each "
+                "request's E[N], not E[N] of the average", float(a.size * expected_tokens(float(a.mean()), g))),
+        Mistake("B (gamma + 1), every reserved slot: a request keeps its accepted prefix and one more token",
+                float(a.size * (g + 1))),
+        Mistake("1 + gamma alpha per request: drafts are kept only up to the first rejection",
+                float(np.sum(1.0 + g * a))),
     ]

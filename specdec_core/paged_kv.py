@@ -14,32 +14,27 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from specdec_core.validate import check_count
+
 MAX_TOKENS = 10_000_000
 MAX_PAGE = 4096
 
 
-def _count(x: int, name: str, lo: int, hi: int) -> int:
-    """An integer in [lo, hi], or ValueError naming the range."""
-    if isinstance(x, bool) or not isinstance(x, int) or not lo <= x <= hi:
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi:,}]; got {x!r}")
-    return x
-
-
 def pages_held(tokens: int, page: int) -> int:
     """ceil(tokens / P): pages a sequence of this many cached tokens holds; 0 for no tokens."""
-    n, p = _count(tokens, "tokens", 0, MAX_TOKENS), _count(page, "page size", 1, MAX_PAGE)
+    n, p = check_count(tokens, "tokens", 0, MAX_TOKENS), check_count(page, "page size", 1, MAX_PAGE)
     return -(-n // p)
 
 
 def pages_freed(cached: int, gamma: int, accepted: int, page: int) -> int:
     """ceil((n + gamma) / P) - ceil((n + k) / P): pages freed when gamma - k of gamma drafts are rolled back."""
-    n, g = _count(cached, "cached tokens", 0, MAX_TOKENS), _count(gamma, "gamma", 0, MAX_PAGE)
-    k = _count(accepted, "accepted", 0, g)
+    n, g = check_count(cached, "cached tokens", 0, MAX_TOKENS), check_count(gamma, "gamma", 0, MAX_PAGE)
+    k = check_count(accepted, "accepted", 0, g)
     return pages_held(n + g, page) - pages_held(n + k, page)
 
 
 def page_fill(tokens: int, page: int, pages: int) -> NDArray[np.int64]:
     """(pages,) slots in use in each of the first `pages` pages: clip(tokens - i P, 0, P)."""
-    n, p = _count(tokens, "tokens", 0, MAX_TOKENS), _count(page, "page size", 1, MAX_PAGE)
-    i = np.arange(_count(pages, "pages", 0, MAX_TOKENS))                   # (pages,)
+    n, p = check_count(tokens, "tokens", 0, MAX_TOKENS), check_count(page, "page size", 1, MAX_PAGE)
+    i = np.arange(check_count(pages, "pages", 0, MAX_TOKENS))                   # (pages,)
     return np.clip(n - i * p, 0, p).astype(np.int64)

@@ -44,6 +44,16 @@ def acceptance_rate(p: ArrayLike, q: ArrayLike) -> float | NDArray[np.float64]:
     return scalar_or_array(accepted_mass(p, q).sum(axis=-1))
 
 
+def argmax_acceptance(p: ArrayLike, q: ArrayLike) -> float:
+    """p(argmax q): acceptance when the draft proposes its argmax and verification takes q as one-hot there
+    (vLLM V1, TensorRT-LLM). min(1, p(x) / 1) keeps x with probability p(x); the residual (p - onehot)+ keeps
+    the output exactly p. Ties go to the lowest id, as numpy's and torch's argmax do."""
+    pa, qa = check_pair(p, q)
+    if pa.ndim != 1:
+        raise ValueError("argmax_acceptance takes one pair of laws, shape (V,)")
+    return float(pa[int(np.argmax(qa))])
+
+
 def matched_mass(p: ArrayLike, q: ArrayLike) -> NDArray[np.float64]:
     """p(x) q(x) per token: the chance sample-and-compare keeps x (x ~ q proposed, y ~ p drawn apart, y = x)."""
     pa, qa = check_pair(p, q)

@@ -96,3 +96,10 @@ def check_distribution(p: ArrayLike, name: str = "p", atol: float = 1e-9) -> NDA
 def scalar_or_array(arr: NDArray) -> float | NDArray:
     """Return a Python float for 0-d results and the array otherwise."""
     return float(arr) if np.ndim(arr) == 0 else arr
+
+
+def check_count(x: int, name: str, lo: int, hi: int) -> int:
+    """An integer (not a bool) in [lo, hi], or ValueError naming the range."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not lo <= x <= hi:
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi:,}]; got {x!r}")
+    return int(x)

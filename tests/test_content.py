@@ -55,6 +55,12 @@ def test_solutions_end_at_the_answer(seed):
             assert f"= {ans:.4f} more acceptance per draft token" in text
         elif d.kind == "tree_mask":
             assert text.splitlines()[2].endswith(f"= {ans}")
+        elif d.kind == "argmax_draft":
+            assert f"alpha(argmax) = p(token {d.params['q'].index(max(d.params['q']))}) = {ans:g}" in text
+        elif d.kind == "moe_experts":
+            assert f"= {ans:.4g}: the routed-expert weights" in text
+        elif d.kind == "batch_tokens":
+            assert f"sum = {ans:.4f} tokens per pass" in text
         else:
             assert text.endswith(
                 f"{ans} is faster: {max(ref_speedup(**d.params[k]) for k in 'AB'):.2f}x"

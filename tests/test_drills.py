@@ -132,6 +132,13 @@ def ref_answer(d: drills.Drill):
         return sum(min(x, y) - x * y for x, y in zip(P["p"], P["q"]))
     if k == "tree_mask":
         return ref_tree_mask(P["branching"])
+    if k == "argmax_draft":    # the target's probability of the draft's most likely token
+        return P["p"][P["q"].index(max(P["q"]))]
+    if k == "moe_experts":     # sum over experts of P(some token picks it); a token misses it w.p. C(E-1,k)/C(E,k)
+        e, top, t = P["experts"], P["top_k"], P["gamma"] + 1
+        return e * (1 - (math.comb(e - 1, top) / math.comb(e, top)) ** t) / top
+    if k == "batch_tokens":    # each request's 1 + alpha + ... + alpha^gamma, summed
+        return sum(sum(a**j for j in range(P["gamma"] + 1)) for a in P["alphas"])
     sa = ref_speedup(**P["A"])
     sb = ref_speedup(**P["B"])
     return "A" if sa > sb else "B"

@@ -82,7 +82,8 @@ def render() -> None:
         st.subheader("Numeric drills")
         seed = seed_controls(classroom)
         level = bound_radio("Drills to show", tuple(DRILL_LEVELS), key="level",
-                            help="Senior: long context, paged KV rollback, sample-and-compare, tree masks.")
+                            help="Senior: long context, paged KV rollback, sample-and-compare, tree masks, "
+                                 "argmax drafts, MoE targets, uneven acceptance in a batch.")
         widgets.render_drills(seed, classroom, DRILL_LEVELS[level])
     elif part == "Concepts":
         widgets.render_concepts()

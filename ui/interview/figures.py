@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 
 from specdec_core import drills
 from specdec_core.algebra import best_gamma, break_even_alpha, expected_tokens, speedup
-from specdec_core.drill_kinds import kv_batch_of, rule_law, tree_depth_masses, tree_mask_of
+from specdec_core.drill_kinds import batch_tokens_of, kv_batch_of, rule_law, tree_depth_masses, tree_mask_of
+from specdec_core.moe import expert_read_ratio
 from specdec_core.paged_kv import page_fill, pages_held
 from specdec_core.rejection import accepted_mass, matched_mass
 from specdec_core.roofline import HARDWARE, crossover_batch, ridge, verify_intensity
@@ -205,12 +206,56 @@ def _rollback_figure(d: dict) -> go.Figure:
     return fig
 
 
+def _argmax_draft_figure(d: dict) -> go.Figure:
+    """p and q, with the argmax draft's kept mass p(argmax q) against the sampled draft's min(p, q)."""
+    p, q = np.array(d["p"]), np.array(d["q"])
+    fig, x = _p_q_bars(p, q, "An argmax draft keeps p(argmax q); a sampled one keeps min(p, q)")
+    one_hot = np.eye(len(q))[int(np.argmax(q))]                            # (V,)
+    fig.add_trace(go.Bar(x=x, y=accepted_mass(p, q), name="min(p, q): sampled draft keeps",
+                         marker_color=ROLE_COLOUR["accepted"], marker_pattern_shape="/"))
+    fig.add_trace(go.Bar(x=x, y=accepted_mass(p, one_hot), name="p at argmax q: argmax draft keeps",
+                         marker_color=ROLE_COLOUR["residual"], marker_pattern_shape="x"))
+    return fig
+
+
+def _moe_experts_figure(d: dict) -> go.Figure:
+    """Routed-expert reads of a pass against its token count: the uniform-routing curve, T (no sharing) and 1."""
+    e, k, t = d["experts"], d["top_k"], d["gamma"] + 1
+    tokens = np.arange(1, max(2 * t, 9) + 1)
+    ratio = [expert_read_ratio(e, k, int(n)) for n in tokens]
+    fig = new_figure(f"Expert weights read per pass ({k} of {e} experts per token)", xaxis_title="tokens in the pass",
+                     yaxis_title="x one decode step's expert reads")
+    fig.add_trace(go.Scatter(x=tokens, y=ratio, name="uniform routing", line=dict(color=ROLE_COLOUR["measured"])))
+    fig.add_trace(go.Scatter(x=tokens, y=tokens, name="no sharing (T)", mode="lines",
+                             line=dict(dash="dash", color=ROLE_COLOUR["threshold"])))
+    fig.add_trace(go.Scatter(x=[t], y=[expert_read_ratio(e, k, t)], name=f"gamma + 1 = {t}", mode="markers",
+                             marker=dict(size=13, symbol="diamond", color=ROLE_COLOUR["predicted"])))
+    return fig
+
+
+def _batch_tokens_figure(d: dict) -> go.Figure:
+    """E[N] against alpha: each request's point, and the mean alpha's E[N] below their mean (convexity)."""
+    a, g = np.asarray(d["alphas"]), d["gamma"]
+    fig = new_figure("E[N] is convex in alpha: a batch's mean E[N] beats E[N] at the mean alpha",
+                     xaxis_title="alpha", yaxis_title="tokens per pass")
+    fig.add_trace(go.Scatter(x=ALPHA_GRID, y=expected_tokens(ALPHA_GRID, g), name=f"gamma = {g}"))
+    fig.add_trace(go.Scatter(x=a, y=expected_tokens(a, g), mode="markers", name="each request",
+                             marker=dict(size=11, color=ROLE_COLOUR["accepted"])))
+    fig.add_trace(go.Scatter(x=[a.mean()], y=[batch_tokens_of(d) / a.size], mode="markers", name="mean of E[N]",
+                             marker=dict(size=13, symbol="diamond", color=ROLE_COLOUR["predicted"])))
+    fig.add_trace(go.Scatter(x=[a.mean()], y=[expected_tokens(float(a.mean()), g)], mode="markers",
+                             name="E[N] at mean alpha",
+                             marker=dict(size=13, symbol="x", color=ROLE_COLOUR["measured"])))
+    return fig
+
+
 FIGURES: dict[str, Callable[[dict], go.Figure]] = {
     "tokens": _tokens_figure, "speedup": _speedup_figure, "best_gamma": _best_gamma_figure,
     "break_even": _break_even_figure, "crossover": _crossover_figure, "alpha_pq": _alpha_pq_figure,
     "compare": _compare_figure, "tree_tokens": _tree_tokens_figure, "exact_rule": _exact_rule_figure,
     "kv_batch": _kv_batch_figure, "rollback_pages": _rollback_figure, "sample_compare": _sample_compare_figure,
-    "tree_mask": _tree_mask_figure,
+    "tree_mask": _tree_mask_figure, "argmax_draft": _argmax_draft_figure, "moe_experts": _moe_experts_figure,
+    "batch_tokens": _batch_tokens_figure,
 }
 
 
