@@ -215,3 +215,14 @@ def test_argmax_drafting_is_not_only_llama_cpp():
     from content import interview_senior as sen
     blob = repr(next(q for q in sen.SENIOR_QUESTIONS if q[0] == "sample_compare"))
     assert "vLLM V1" in blob and "TensorRT-LLM" in blob
+
+
+def test_every_mention_of_vllms_lossless_claim_quotes_it_exactly():
+    """The trees page and the engines page paraphrased vLLM ('lossless up to the precision of hardware numerics')."""
+    from content import interview_senior as sen
+    from ui.engines.text import SELF_DRAFT
+    from ui.trees.assumptions import LOSSLESS
+
+    quote = "theoretically lossless up to the precision limits of hardware numerics"
+    for text in (LOSSLESS, SELF_DRAFT, repr(sen.SENIOR_QUESTIONS)):
+        assert text.count("hardware numerics") == text.count(quote) >= 1, text

@@ -72,3 +72,14 @@ def test_published_eagle3_results_are_placed_against_both_curves(app_test) -> No
     text = _prose(at)
     assert "EAGLE-3 in SGLang" in text and "2.36x at batch 1, above both curves" in text
     assert "1.38x at batch 64" in text and "fall lower still" not in text
+
+
+def test_the_fits_proposer_is_eagle3_as_specdecode_bench_names_it(app_test) -> None:
+    """SpecDecode-Bench's simulator runs proposer eagle3 (its README); the legend and caption said only 'EAGLE'."""
+    at = app_test("views/roofline.py", steps="measured")
+    assert not at.exception, [e.value for e in at.exception]
+    fig = next(c for c in at.get("plotly_chart") if "measured engine" in c.proto.spec)
+    assert "measured fit: EAGLE-3 draft" in fig.proto.spec and "fit: EAGLE draft" not in fig.proto.spec
+    text = _prose(at)
+    assert "with an EAGLE-3 head" in text and "its EAGLE-3 head drafts for" in text
+    assert "EAGLE-3" in FITS["vLLM, H100, Llama-3.1-8B + EAGLE"].model

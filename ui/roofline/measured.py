@@ -57,7 +57,7 @@ def measured_figure(data: dict[str, np.ndarray], gamma: int, alpha: float, conte
                   annotation_text="fit extrapolated", annotation_position="top left")
     fig.add_scatter(x=b, y=data["model_s"], name="roofline model (c and v modelled)",
                     line=dict(color=ROLE_COLOUR["predicted"], width=3))
-    label = "measured fit: EAGLE draft, 1.2 ms host overhead per step"
+    label = f"measured fit: EAGLE-3 draft, {fit.overhead_s * 1e3:.1f} ms host overhead per step"
     if not gamma_in_fit(fit, gamma):
         label += f" (gamma > {max(fit.draft_gammas)}: extrapolated)"
     for key, name, colour, width, dash in (("mixed_s", "model's c, measured-fit v", OKABE_ITO[0], 2, "dash"),
@@ -119,9 +119,9 @@ def measured_section(gamma: int, alpha: float, context: int) -> None:
     st.caption(f"Source: {fit.source}. Fit: t = K x {fit.s_kv:.3g} s + N x {fit.s_token:.3g} s + "
                f"{fit.s_fixed * 1e3:.2f} ms per pass (K tokens of KV read, N tokens computed), plus "
                f"{fit.overhead_s * 1e3:.2f} ms of host overhead per step. It describes one engine, model and GPU "
-               "(H100, Llama-3.1-8B with an EAGLE head); the model side uses this page's Llama-3.1-8B and "
+               "(H100, Llama-3.1-8B with an EAGLE-3 head); the model side uses this page's Llama-3.1-8B and "
                "Llama-3.2-1B shapes on an H100 SXM in bf16, whatever is chosen above. "
-               f"At B = 1 the fit's round {beats} the model ({fit_s:.2f}x against {model_s:.2f}x): its EAGLE head "
+               f"At B = 1 the fit's round {beats} the model ({fit_s:.2f}x against {model_s:.2f}x): its EAGLE-3 head "
                f"drafts for {fit_c:.2f} of a target step per token where the 1B draft costs {model_c:.2f}, and its "
                "fixed host overhead is paid once per round, not once per token. Both take alpha as given.")
     st.caption(f"The fit holds on what it was fitted on: B = {', '.join(str(x) for x in fit.batches)} and draft "
