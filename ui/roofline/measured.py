@@ -141,6 +141,7 @@ def measured_section(gamma: int, alpha: float, context: int) -> None:
             "speedup, model": np.round(data["table_model_s"], 2),
             "speedup, model c + fit v": np.round(data["table_mixed_s"], 2),
             "speedup, fit": np.round(data["table_fit_s"], 2)}
+    rows |= memory_columns(int(context))
     st.dataframe(rows, hide_index=True, width="stretch")
     kv_model = kv_read_s_per_token()
     st.markdown(
@@ -153,13 +154,20 @@ def measured_section(gamma: int, alpha: float, context: int) -> None:
         "both are values of models (the fit is additive in KV and compute, fitted on batches up to "
         f"{max(fit.batches)} at one context), not measurements at this point. " + published_words(data))
     b_2k, b_16k, c_1, c_256 = bounds(int(gamma), float(alpha))
+    big = placement(256, 16384)
     st.markdown(
         f"{crossing_words(int(gamma), float(alpha), int(context))}. Why long context moves the crossing out: every "
         "sequence reads its whole KV cache in both a decode step and a verify pass, so that shared term pulls v "
         "toward 1 (MagicDec reports the same trend). What bounds it: memory (one 80 GB H100 holds target, draft "
-        f"and their bf16 KV only up to about B = {b_2k:.0f} at context 2,048 and B = {b_16k:.0f} at 16,384), and "
-        "the draft's own KV reads, which grow with batch and context too (the model's c rises from "
-        f"{c_1:.3f} at B = 1 to {c_256:.3f} at B = 256 at context 2,048, toward 0.25).")
+        f"and their bf16 KV only up to about B = {b_2k:.0f} at context 2,048 and B = {b_16k:.0f} at 16,384; "
+        f"B = 256 at 16,384 needs {big.kv_gb:.0f} GB of KV, {big.total_gb:.0f} GB with the weights: at least "
+        f"{big.capacity_gpus} such GPUs, and since tensor parallelism splits KV at most {_target().kv_heads} ways "
+        f"({_target().kv_heads} KV heads), the "
+        f"fewest that hold it are {big.gpus}, {big.replicas} replicas of TP {big.tp}; the table's last columns give "
+        "each batch at this context), and the draft's own KV reads, which grow with batch and context too (the "
+        f"model's c rises from {c_1:.3f} at B = 1 to {c_256:.3f} at B = 256 at context 2,048, toward its KV ratio "
+        f"{stp.kv_ratio(*_draft_target()):.2f}). That bottleneck (MagicDec's) is a separate draft model's: the "
+        f"fit's EAGLE-3 head keeps one layer of the target's KV, a ratio of {stp.head_kv_ratio(_target()):.3f}.")
 
 
 def published_words(data: dict[str, np.ndarray]) -> str:
@@ -191,6 +199,31 @@ def kv_read_s_per_token() -> float:
     """The model's KV read per token of context on the H100 SXM: KV bytes per token / HBM bandwidth."""
     t, hw = stp.SHAPES["Llama-3.1-8B"], rl.HARDWARE["H100 SXM"]
     return t.kv_bytes("bf16") / (hw.bandwidth_tbs * 1e12)
+
+
+def _target() -> stp.DecoderShape:
+    """The model side's target, Llama-3.1-8B."""
+    return stp.SHAPES["Llama-3.1-8B"]
+
+
+def _draft_target() -> tuple[stp.DecoderShape, stp.DecoderShape]:
+    """(the model side's 1B draft, its 8B target), in kv_ratio's order."""
+    return stp.SHAPES["Llama-3.2-1B (draft)"], _target()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def placement(batch: int, context: int) -> stp.GpuPlacement:
+    """Weights + bf16 KV of the 8B target and 1B draft on 80 GB GPUs (specdec_core.steptime.gpu_placement)."""
+    draft, target = _draft_target()
+    return stp.gpu_placement(target, draft, "bf16", batch, context, gpu_gb=80.0)
+
+
+def memory_columns(context: int) -> dict[str, list[str]]:
+    """The table's HBM columns for TABLE_BATCHES at this context: KV and weights in GB, the fewest 80 GB GPUs."""
+    points = [placement(b, context) for b in TABLE_BATCHES]
+    return {"KV + weights, GB (8B + 1B, bf16)": [f"{p.kv_gb:,.1f} + {p.weights_gb:.1f}" for p in points],
+            "fewest 80 GB GPUs": [f"{p.gpus}" + ("" if p.gpus == 1 else f" (TP {p.tp} x {p.replicas})")
+                                  for p in points]}
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
