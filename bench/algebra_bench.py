@@ -1,9 +1,10 @@
-"""Benchmark the algebra page's heavy parts: the best-gamma heatmap, the Monte Carlo, and a page rerun.
+"""Benchmark the algebra page's heavy parts: the best-gamma heatmap, the Monte Carlo, a page rerun, hostile pastes.
 
     .venv/bin/python bench/algebra_bench.py [--repeats 20] [--json PATH]
 
 Prints a table of medians (and min / max); ``--json PATH`` also writes the numbers as JSON.
-Targets on the 2-core CPU machine: heatmap < 0.2 s, Monte Carlo < 0.2 s, page rerun < 0.3 s.
+Targets on the 2-core CPU machine: heatmap < 0.2 s, Monte Carlo < 0.2 s, page rerun < 0.3 s, and the paste box's
+parse_any over all the hostile 200,000-character pastes below < 2 s together (each is refused or read).
 """
 
 from __future__ import annotations
@@ -24,11 +25,44 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from specdec_core.algebra import best_gamma_grid, best_gamma_map, break_even_boundary  # noqa: E402
 from specdec_core.simulate import simulate_tokens_per_step  # noqa: E402
+from specdec_core.vllm_metrics import parse_any  # noqa: E402
 
 GRID = 200            # heatmap cells per side
 MAX_GAMMA = 32
 MC_STEPS = 1_000_000
 MC_GAMMA = 8
+PASTE = 200_000       # the paste box's limit (ui.algebra.vllm.PASTE_LIMIT)
+
+
+def hostile_pastes() -> dict[str, str]:
+    """Texts at the paste limit aimed at each reader: deep JSON, long numbers, escapes, many series or lines."""
+    n = PASTE
+    per_pos = "".join(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{position="{j}"}} 0\n' for j in range(2500))
+    cases = {
+        "deep_json": "[" * n, "deep_object": '{"a":' * (n // 5),
+        "log_digits": "SpecDecoding metrics: Accepted: " + "1" * n,
+        "log_rates": "SpecDecoding metrics: Mean acceptance length: 2, Per-position acceptance rate: " + "0.1, " * n,
+        "prom_escapes": 'vllm:spec_decode_num_drafts_total{a="' + '\\"' * n,
+        "prom_lines": "vllm:spec_decode_num_drafts_total 1\n" * (n // 30),
+        "prom_positions": "vllm:spec_decode_num_drafts_total 1\nvllm:spec_decode_num_draft_tokens_total 2500\n"
+                          "vllm:spec_decode_num_accepted_tokens_total 0\n" + per_pos,     # read: gamma 2,500
+        "sglang_models": "".join(f'sglang:spec_accept_length{{model_name="m{j}"}} 2\n' for j in range(6000)),
+        "trtllm_items": "[" + ", ".join(['{"specDecodingStats": {"numDraftTokens": 3}}'] * (n // 50)) + "]",
+        "llamacpp_lines": '{"timings": {"draft_n": 3, "draft_n_accepted": 1}}\n' * (n // 50),
+        "json_lines_bad": '{"a": 1}\n' * (n // 9), "garbage": "x" * n,
+    }
+    return {k: v if len(v) <= n else v[:n].rpartition("\n")[0] or v[:n] for k, v in cases.items()}  # whole lines
+
+
+def pastes(texts: dict[str, str]) -> Callable[[], None]:
+    """parse_any over every hostile text: each is read or refused with a ValueError, nothing else."""
+    def run() -> None:
+        for text in texts.values():
+            try:
+                parse_any(text)
+            except ValueError:
+                pass
+    return run
 
 
 def timings(fn: Callable[[], object], repeats: int, warmup: int = 1) -> list[float]:
@@ -122,6 +156,8 @@ def main() -> None:
             "same cells through the generic best_gamma_grid (for comparison)",
         ),
         row("monte_carlo", timings(monte_carlo, args.repeats), 0.2, f"{MC_STEPS:,} steps at gamma {MC_GAMMA}"),
+        row("paste_hostile", timings(pastes(hostile_pastes()), args.repeats), 2.0,
+            f"parse_any over {len(hostile_pastes())} hostile {PASTE:,}-character pastes, all together"),
         row(
             "page_rerun",
             timings(page_rerun_factory(), args.repeats, warmup=0 if args.quick else 3),

@@ -218,8 +218,9 @@ def _sol_kv_batch(d: dict) -> list[str]:
         + (" (the embedding table is a gather, left out)" if m.embedding_params else ""),
         f"B_KV     = {w / 1e9:.2f} GB / {L * m.kv_bytes(kv) / 1e6:,.1f} MB = {b:.1f}",
         f"past B = {b:.1f} the step reads more KV than weights; doubling the context halves it",
-        "past it a draft's c rises toward its KV bytes per token over the target's (MagicDec: the draft's KV is "
-        "the large-batch, long-context bottleneck)",
+        "past it a separate draft model's c rises toward its KV bytes per token over the target's (MagicDec: the "
+        f"draft's KV is the large-batch, long-context bottleneck); an EAGLE or MTP head keeps one layer of KV, "
+        f"1/{m.layers} of {m.name}'s",
     ]
 
 

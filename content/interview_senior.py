@@ -17,7 +17,16 @@ precision limits of hardware numerics"; SGLang's tree counts come from specdec_c
 from __future__ import annotations
 
 from specdec_core.roofline import HARDWARE
-from specdec_core.steptime import SHAPES, best_gamma_for_shape, kv_read_batch, spec_curve
+from specdec_core.steptime import (
+    SHAPES,
+    best_gamma_for_shape,
+    gpu_placement,
+    head_kv_gb,
+    head_kv_ratio,
+    kv_ratio,
+    kv_read_batch,
+    spec_curve,
+)
 from specdec_core.trees import sglang_tree_counts
 
 _SG_SCORED, _SG_KEPT = sglang_tree_counts(steps=3, topk=4, num_draft_tokens=16)
@@ -48,13 +57,30 @@ def best_gamma_at(context: int, batch: float) -> int:
     return best_gamma_for_shape(_T, _D, _HW, "bf16", 0.8, context, batch)[0]
 
 
+# The operating point B = 256 at 16k on 80 GB GPUs: the HBM its KV needs, with and without the 1B draft.
+BIG_BATCH = 256
+POINT = gpu_placement(_T, _D, "bf16", BIG_BATCH, LONG)
+POINT_TARGET = gpu_placement(_T, None, "bf16", BIG_BATCH, LONG)
+HEAD_RATIO = head_kv_ratio(_T)              # an EAGLE / MTP head: one layer of the target's KV shape
+
+MEMORY_NOTE = (
+    f"B = {BIG_BATCH} at {LONG // 1024}k is not one GPU's operating point: its bf16 KV is {POINT.kv_gb:.0f} GB "
+    f"with the 1B draft ({POINT_TARGET.kv_gb:.0f} GB the 8B target's alone), {POINT.total_gb:.0f} GB with the "
+    f"weights, so at least {POINT.capacity_gpus} 80 GB GPUs; tensor parallelism splits KV at most {_T.kv_heads} ways "
+    f"({_T.kv_heads} KV heads), so one TP-{_T.kv_heads} replica would need {POINT.tp_max_gb:.0f} GB per GPU, and "
+    f"the fewest 80 GB GPUs that hold it are {POINT.gpus} ({POINT.replicas} replicas of TP {POINT.tp}; the target "
+    f"alone: {POINT_TARGET.gpus} as TP {POINT_TARGET.tp}), before activations and the engine's reserve"
+)
+
 CONTEXT_NOTE = (  # one sentence the keyed answers share
     f"KV reads grow with context x batch and pass the weight reads at B = {kv_batch(SHORT):.0f} for "
     f"{SHORT // 1024}k tokens but B = {kv_batch(LONG):.0f} for {LONG // 1024}k (Llama-3.1-8B); the gamma + 1 "
     f"positions share them, so at {LONG // 1024}k v is only {v_at(LONG, 256):.2f} at B = 256 (against "
     f"{v_at(SHORT, 256):.2f} at {SHORT // 1024}k), while the draft's own KV reads push c from "
-    f"{c_at(SHORT, 1):.2f} toward its KV ratio, {_D.kv_bytes() / _T.kv_bytes():.2f} (MagicDec: the draft's KV is "
-    "the large-batch, long-context bottleneck)"
+    f"{c_at(SHORT, 1):.2f} toward its KV ratio, {kv_ratio(_D, _T):.2f} (MagicDec: a separate draft model's KV is "
+    "the large-batch, long-context bottleneck; an EAGLE or MTP head keeps one layer of the target's KV, a ratio of "
+    f"{HEAD_RATIO:.3f}, {head_kv_gb(_T, BIG_BATCH, LONG):.0f} GB at B = {BIG_BATCH} and {LONG // 1024}k). "
+    f"{MEMORY_NOTE}"
 )
 
 SENIOR_QUESTIONS: tuple[tuple, ...] = (
@@ -161,7 +187,9 @@ SENIOR_QUESTIONS: tuple[tuple, ...] = (
             ("Its own KV-cache reads, which grow with batch and context", True,
                    "Every draft step reads the draft's whole KV cache for every sequence, so c rises with B x L "
                    "(the app's step-time model shows it); MagicDec names the draft's KV as the large-batch, "
-                   "long-context bottleneck and drafts with a sparse (StreamingLLM-style) cache."),
+                   "long-context bottleneck and drafts with a sparse (StreamingLLM-style) cache. That is a "
+                   "separate model's KV: an EAGLE or MTP head keeps one layer of the target's KV shape, "
+                   f"{HEAD_RATIO:.3f} of the target's for Llama-3.1-8B against {kv_ratio(_D, _T):.2f} for the 1B."),
             ("Its weights, streamed once per step like the target's", False,
                    "1B weights are a fixed 2 GB per step; at 32k x 64 the KV reads are far larger."),
             ("Its compute, because a small model is compute-bound", False,

@@ -55,13 +55,14 @@ class StepFit:
 
 FITS: dict[str, StepFit] = {
     "vLLM, H100, Llama-3.1-8B + EAGLE": StepFit(
-        "vLLM, H100, Llama-3.1-8B + EAGLE", "vLLM", "Llama-3.1-8B-Instruct (EAGLE draft)", "H100",
+        "vLLM, H100, Llama-3.1-8B + EAGLE", "vLLM", "Llama-3.1-8B-Instruct (EAGLE-3 draft)", "H100",
         s_kv=3.92645679e-08, s_token=2.10103129e-05, s_fixed=5.88590713e-03,
         draft_s_kv=2.37768493e-09, draft_s_token=8.41429603e-07, draft_s_fixed=2.13526175e-03,
         overhead_s=1.20683946e-03,
         source=("SpecDecode-Bench, simulator/predictor.py (class Llama8BH100, commit 260263c), fitted to vLLM "
                 "forward passes on one H100 with InstructCoder prompts at batch 1, 8, 16, 32 and 64; its fixed "
-                "draft lengths are 1, 3 and 5"),
+                "draft lengths are 1, 3 and 5; the draft is EAGLE-3 (its README: proposer eagle3; predictor.py's "
+                "enum calls it EAGLE)"),
         batches=(1, 8, 16, 32, 64), draft_gammas=(1, 3, 5),
     ),
 }

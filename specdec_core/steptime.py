@@ -417,7 +417,8 @@ def kv_read_batch(shape: DecoderShape, mode: str, context: ArrayLike, kv: str = 
     """B where a decode step's KV reads equal its weight reads: B L kv_bytes = P_lin bytes_per_weight.
 
     It falls as 1 / L: past it the pass is KV-bound. For a draft, c then tends to its KV bytes per token over the
-    target's (MagicDec: the draft's KV is the large-batch, long-context bottleneck). L = 0 gives inf.
+    target's (MagicDec: the draft's KV is the large-batch, long-context bottleneck; that is a separate draft model's:
+    an EAGLE or MTP head keeps one layer of KV, head_kv_ratio = 1 / layers of the target's). L = 0 gives inf.
     """
     check_mode(mode)
     ctx = check_context(shape, context)
@@ -451,3 +452,88 @@ def max_batch_in_memory(hw: Hardware, target: DecoderShape, draft: DecoderShape 
     if free <= 0:
         return 0.0
     return float("inf") if per_seq == 0 else free / per_seq
+
+
+def kv_ratio(draft: DecoderShape, target: DecoderShape, kv: str = "bf16") -> float:
+    """Draft KV bytes per token over the target's: where c tends at large B x L (0.25 for Llama-3.2-1B on 3.1-8B)."""
+    return draft.kv_bytes(kv) / target.kv_bytes(kv)
+
+
+def head_kv_ratio(target: DecoderShape, layers: int = 1) -> float:
+    """A feature-level head's KV ratio (EAGLE, MTP: `layers` decoder layers with the target's attention shape):
+    layers / target.layers, so 1/32 for Llama-3.1-8B and 1/30 for SmolLM2-135M."""
+    if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers <= target.layers:
+        raise ValueError(f"a head has 1 to {target.layers} layers; got {layers!r}")
+    return layers / target.layers
+
+
+def head_kv_gb(target: DecoderShape, batch: float, context: int, layers: int = 1, kv: str = "bf16") -> float:
+    """A feature-level head's KV for B sequences at context L, GB: B L kv_bytes(target) x layers / target.layers."""
+    ctx = float(check_context(target, context))
+    return float(check_batch(batch)) * ctx * target.kv_bytes(kv) * head_kv_ratio(target, layers) / 1e9
+
+
+@dataclass(frozen=True)
+class GpuPlacement:
+    """B sequences at context L on GPUs of gpu_gb each: what HBM they need and the fewest GPUs that hold it."""
+
+    kv_gb: float          # B x L x KV bytes per token, summed over the models (1e9 bytes)
+    weights_gb: float     # every model's weights, once
+    gpu_gb: float
+    capacity_gpus: int    # ceil((weights + KV) / gpu_gb): no layout holds it on fewer
+    tp: int               # tensor-parallel degree of each replica (a power of two)
+    replicas: int         # data-parallel replicas, each holding ceil(B / replicas) sequences
+    per_gpu_gb: float     # HBM each GPU holds in that layout
+    tp_max_gb: float      # HBM per GPU with the whole batch on one replica at the largest TP tried
+
+    @property
+    def total_gb(self) -> float:
+        """Weights + KV."""
+        return self.kv_gb + self.weights_gb
+
+    @property
+    def gpus(self) -> int:
+        """tp x replicas."""
+        return self.tp * self.replicas
+
+
+def _per_gpu_bytes(models: list[DecoderShape], mode: str, seqs: float, ctx: float, tp: int, kv: str) -> float:
+    """HBM per GPU at tensor parallelism tp: sum_m W_m / tp + seqs L kv_m / min(tp, kv_heads_m) (KV heads past
+    kv_heads GPUs are replicated, not split)."""
+    return sum(m.params * bytes_per_weight(mode) / tp + seqs * ctx * m.kv_bytes(kv) / min(tp, m.kv_heads)
+               for m in models)
+
+
+def gpu_placement(target: DecoderShape, draft: DecoderShape | None, mode: str, batch: int, context: int,
+                  gpu_gb: float = 80.0, kv: str = "bf16", max_tp: int = 8) -> GpuPlacement:
+    """Fewest GPUs holding weights + KV: r replicas of TP t (t = 1, 2, 4 .. max_tp), each GPU holding
+    sum_m W_m / t + ceil(B / r) L kv_m / min(t, kv_heads_m) <= gpu_gb; ties go to fewer replicas. A lower bound:
+    activations, the engine's reserve and fragmentation are left out. ValueError when one sequence fits nowhere.
+    """
+    check_mode(mode)
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
+    if not (np.isfinite(gpu_gb) and gpu_gb > 0) or max_tp < 1:
+        raise ValueError(f"gpu_gb must be > 0 and max_tp >= 1; got {gpu_gb!r}, {max_tp!r}")
+    ctx = float(check_context(target, context))
+    models = [target] + ([draft] if draft is not None else [])
+    kv_b = batch * ctx * sum(m.kv_bytes(kv) for m in models)
+    w_b = sum(m.params * bytes_per_weight(mode) for m in models)
+    cap, best = gpu_gb * 1e9, None
+    tps = [2 ** k for k in range(int(np.log2(max_tp)) + 1)]
+    for t in tps:
+        free = cap - _per_gpu_bytes(models, mode, 0.0, ctx, t, kv)
+        per_seq = _per_gpu_bytes(models, mode, 1.0, ctx, t, kv) - _per_gpu_bytes(models, mode, 0.0, ctx, t, kv)
+        fits = 0 if free <= 0 else batch if per_seq <= 0 else int(free // per_seq)   # sequences one replica holds
+        if fits < 1:
+            continue
+        r = -(-batch // fits)
+        if best is None or (r * t, r) < (best[0] * best[1], best[1]):
+            best = (t, r)
+    if best is None:
+        raise ValueError(f"one sequence of {int(ctx):,} tokens with the weights needs more than {gpu_gb:g} GB per GPU "
+                         f"at every tensor-parallel degree up to {max_tp}")
+    t, r = best
+    return GpuPlacement(kv_b / 1e9, w_b / 1e9, float(gpu_gb), int(-(-(kv_b + w_b) // cap)), t, r,
+                        _per_gpu_bytes(models, mode, -(-batch // r), ctx, t, kv) / 1e9,
+                        _per_gpu_bytes(models, mode, batch, ctx, tps[-1], kv) / 1e9)

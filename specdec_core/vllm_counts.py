@@ -66,7 +66,8 @@ class SpecDecodeCounts:
 
     From counts (a scrape or the app's rounds) num_drafts and accepted_per_position are set; from a log line
     they are None and logged_mean_length / logged_position_rates hold the printed, rounded values; totals only
-    (TensorRT-LLM) sets num_drafts with neither, and then gamma is 0 and there are no alpha_j.
+    (TensorRT-LLM) sets num_drafts with neither, and then gamma is 0 and there are no alpha_j; tokens only (a
+    llama.cpp response's timings) sets none of the three: an acceptance rate, and no E[N].
     """
 
     num_drafts: int | None
@@ -92,9 +93,12 @@ class SpecDecodeCounts:
             self._check_totals(drafted, accepted)
 
     def _check_totals(self, drafted: int, accepted: int) -> None:
-        """Totals only: accepted <= drafted (checked above) and drafts <= drafted (each draft proposes a token)."""
-        if self.num_drafts is None or self.logged_mean_length is not None:
-            raise ValueError("Totals without per-position counts need num_drafts (and no logged mean length).")
+        """Totals only: accepted <= drafted (checked above) and drafts <= drafted (each draft proposes a token);
+        num_drafts None is tokens only (a llama.cpp response's draft_n and draft_n_accepted: no E[N])."""
+        if self.logged_mean_length is not None:
+            raise ValueError("Totals without per-position counts come without a logged mean length.")
+        if self.num_drafts is None:
+            return
         drafts = whole_count(self.num_drafts, "Drafts (num_drafts)")
         if drafts > drafted:
             raise ValueError(f"{drafts} drafts but only {drafted} drafted tokens: each draft proposes at least one.")

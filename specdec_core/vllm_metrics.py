@@ -26,6 +26,8 @@ Inputs, in vLLM's formats (vllm/v1/spec_decode/metrics.py):
   ``specDecodingStats`` {numDraftTokens, numAcceptedTokens, numRequestsWithDraftTokens, acceptanceLength, ...}
   for the iterations since the previous call. Summed over iterations they are the three totals (no per-position
   counts): ``parse_trtllm``.
+Which of these a text is: ``detect_engine(text)`` (a key of FORMATS, by the text's marks); ``parse_any(text,
+model_name=None)`` detects and reads it in one call (the algebra page's paste box).
 Inconsistent numbers (rates that increase, counts that do not add up, accepted > drafted, NaN, negatives)
 raise ValueError with a message meant for the user; so does anything unreadable.
 """
@@ -46,8 +48,9 @@ from specdec_core.vllm_counts import (
     whole_count,
 )
 
-__all__ = ["SpecDecodeCounts", "VllmRates", "counts_from_rounds", "model_names", "parse", "parse_log_line",
-           "parse_llamacpp_timings", "parse_prometheus", "parse_sglang", "parse_trtllm", "rates_from_alphas"]
+__all__ = ["FORMATS", "SpecDecodeCounts", "VllmRates", "counts_from_rounds", "detect_engine", "model_names", "parse",
+           "parse_any", "parse_llamacpp_timings", "parse_log_line", "parse_prometheus", "parse_sglang", "parse_trtllm",
+           "rates_from_alphas"]
 
 _PREFIX = "vllm:spec_decode_num_"
 _COUNTERS = ("drafts", "draft_tokens", "accepted_tokens", "accepted_tokens_per_pos")
@@ -137,8 +140,11 @@ def _spec_samples(text: str, engine: str = "vllm", empty_ok: bool = False) -> li
 
 
 def model_names(text: str) -> list[str]:
-    """The model_name label values of the spec-decode counters in a scrape, sorted ([] for a log line)."""
-    if _LOG_MARK in text and "vllm:spec_decode" not in text:
+    """The model_name label values in a vLLM or SGLang scrape, sorted ([] for any other format detect_engine reads)."""
+    kind = detect_engine(text)
+    if kind == "sglang":
+        return sorted(_sglang_gauges(text))
+    if kind != "vllm":
         return []
     return sorted({labels.get("model_name", "") for _, labels, _ in _spec_samples(text)})
 
@@ -236,11 +242,8 @@ def parse_llamacpp_timings(response: object) -> tuple[int, int]:
 _SGLANG = ("sglang:spec_accept_length", "sglang:spec_accept_rate")
 
 
-def parse_sglang(text: str, model_name: str | None = None) -> VllmRates:
-    """SGLang's two gauges -> VllmRates(acceptance rate, mean acceptance length E[N], ()): the last interval's
-    averages (no counts, so no per-position rates and no differencing). The rate is NaN when only the length is
-    exported (older SGLang); a length < 1, a rate outside [0, 1] or several models without model_name: ValueError.
-    """
+def _sglang_gauges(text: str) -> dict[str, dict[str, float]]:
+    """{model_name: {gauge name: value}} for SGLang's two spec-decode gauges in a scrape ({} when there are none)."""
     if len(text) > MAX_TEXT:
         raise ValueError(f"The metrics text is {len(text):,} characters, more than {MAX_TEXT:,}: not a metrics page.")
     found: dict[str, dict[str, float]] = {}
@@ -248,6 +251,15 @@ def parse_sglang(text: str, model_name: str | None = None) -> VllmRates:
         for s in family.samples:
             if s.name in _SGLANG:
                 found.setdefault(s.labels.get("model_name", ""), {})[s.name] = float(s.value)
+    return found
+
+
+def parse_sglang(text: str, model_name: str | None = None) -> VllmRates:
+    """SGLang's two gauges -> VllmRates(acceptance rate, mean acceptance length E[N], ()): the last interval's
+    averages (no counts, so no per-position rates and no differencing). The rate is NaN when only the length is
+    exported (older SGLang); a length < 1, a rate outside [0, 1] or several models without model_name: ValueError.
+    """
+    found = _sglang_gauges(text)
     if not found:
         raise ValueError("No sglang:spec_accept_length gauge: is speculative decoding enabled on that SGLang server?")
     if model_name is None and len(found) > 1:
@@ -298,3 +310,117 @@ def parse_trtllm(text: str) -> SpecDecodeCounts:
                              "do not add up.")
         drafts, drafted, accepted = drafts + n_req, drafted + n_dft, accepted + n_acc
     return SpecDecodeCounts(drafts, drafted, accepted, None, source="trtllm")
+
+
+# ------------------------------------------------------------------------------- any engine's text, detected --
+FORMATS: dict[str, str] = {      # what detect_engine returns -> the words for what was read
+    "vllm_log": "a vLLM 'SpecDecoding metrics:' log line",
+    "vllm": "a vLLM /metrics scrape",
+    "llamacpp": "a llama.cpp server /metrics scrape",
+    "llamacpp_response": "a llama.cpp /completion response",
+    "sglang": "an SGLang /metrics scrape",
+    "trtllm": "TensorRT-LLM's /metrics iteration stats",
+}
+_MARKS = (("vllm_log", _LOG_MARK), ("vllm", "vllm:spec_decode"), ("llamacpp", "llamacpp:spec_decode"),
+          ("sglang", "sglang:spec_accept"))
+_NEITHER = (
+    "Neither a vLLM 'SpecDecoding metrics:' log line or /metrics scrape, nor a llama.cpp /metrics scrape or "
+    "/completion response (JSON with timings.draft_n), an SGLang scrape (sglang:spec_accept_*) or TensorRT-LLM's "
+    "/metrics (a JSON list of iteration stats) was found in the text"
+)
+
+
+def _refuse_constant(name: str) -> float:
+    """json.loads' parse_constant: NaN and Infinity are no count a server reports."""
+    raise ValueError(f"{name} is not a number a server reports")
+
+
+def _json_values(text: str) -> list[object] | None:
+    """text as one JSON value, or as JSON Lines (one object per line); None when it is neither (ValueError when a
+    line of what starts as JSON Lines is not JSON, or when nesting is too deep for any engine's output)."""
+    try:
+        try:
+            return [json.loads(text, parse_constant=_refuse_constant)]
+        except json.JSONDecodeError as exc:
+            lines = [ln for ln in text.splitlines() if ln.strip()]
+            if exc.msg != "Extra data" or len(lines) < 2:
+                return None
+            try:
+                return [json.loads(ln, parse_constant=_refuse_constant) for ln in lines]
+            except json.JSONDecodeError:
+                raise ValueError(f"The text starts as JSON but is neither one JSON value nor one JSON object a line "
+                                 f"(after the first value: {exc}).") from None
+    except RecursionError:
+        raise ValueError("The JSON is nested too deeply to be an engine's output.") from None
+    except ValueError as exc:
+        if "digits" in str(exc):         # Python's int-conversion limit (4,300 digits)
+            raise ValueError("The JSON holds a number thousands of digits long: no engine counts that high.") from None
+        raise
+
+
+def _detect(text: str) -> tuple[str, list[object] | None]:
+    """(format key, the JSON values where the text is JSON): see detect_engine."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("Nothing to read: paste an engine's spec-decode metrics (a log line, a scrape or a response).")
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"The text is {len(text):,} characters, more than {MAX_TEXT:,}: no engine's metrics are.")
+    values = _json_values(text) if text.lstrip()[:1] in ("{", "[") else None
+    if values is not None:
+        if len(values) == 1 and isinstance(values[0], list):
+            return "trtllm", values
+        if all(isinstance(v, dict) and "timings" in v for v in values):
+            return "llamacpp_response", values
+        raise ValueError(f"{_NEITHER}: this JSON is neither a llama.cpp response with a 'timings' object (one, or "
+                         "one a line) nor TensorRT-LLM's list of iteration stats.")
+    found = [key for key, mark in _MARKS if mark in text]
+    if not found:
+        raise ValueError(f"{_NEITHER}.")
+    if len(found) > 1:
+        raise ValueError(f"The text mixes {' and '.join(FORMATS[k] for k in found)}: paste one of them.")
+    return found[0], None
+
+
+def detect_engine(text: str) -> str:
+    """Which engine's output text is: a key of FORMATS, by the text's marks; ValueError naming the formats otherwise.
+
+    JSON decides first (an object with 'timings', or one such object a line: llama.cpp's responses; a list:
+    TensorRT-LLM's stats); then the marks: vLLM's log line, and the vllm:, llamacpp: and sglang: metric names, of
+    which exactly one must occur. Work is linear in the text (substring scans and one JSON parse), at most MAX_TEXT.
+    """
+    return _detect(text)[0]
+
+
+def _llamacpp_responses(values: list[object]) -> SpecDecodeCounts:
+    """llama.cpp responses -> tokens-only counts: sum of draft_n, sum of draft_n_accepted (no number of drafts)."""
+    drafted = accepted = 0
+    for reply in values:
+        d, a = parse_llamacpp_timings(reply)
+        drafted, accepted = drafted + d, accepted + a
+    if drafted == 0:
+        raise ValueError("The response's timings have no draft_n: the request drafted nothing. Is the server started "
+                         "with a draft model (--model-draft) or another speculative mode?")
+    return SpecDecodeCounts(None, drafted, accepted, None, source="llamacpp_response")
+
+
+def parse_any(text: str, model_name: str | None = None) -> tuple[str, SpecDecodeCounts | VllmRates]:
+    """(detect_engine(text), its numbers): SpecDecodeCounts for vLLM, llama.cpp and TensorRT-LLM (per-position, totals
+    or tokens only, as each engine gives), VllmRates for SGLang's interval averages. ValueError, one message for the
+    user, for anything unreadable, inconsistent, or without a drafted token.
+    """
+    kind, values = _detect(text)
+    try:
+        if kind == "vllm_log":
+            return kind, parse_log_line(text)
+        if kind in ("vllm", "llamacpp"):
+            return kind, parse_prometheus(text, model_name, engine=kind)
+        if kind == "sglang":
+            return kind, parse_sglang(text, model_name)
+        if kind == "llamacpp_response":
+            return kind, _llamacpp_responses(values or [])
+        counts = parse_trtllm(text)
+    except (ArithmeticError, RecursionError) as exc:      # a count too large for a float, nesting too deep
+        raise ValueError(f"Read as {FORMATS[kind]}, but it holds a number no engine reports ({exc}).") from None
+    if counts.num_draft_tokens == 0:
+        raise ValueError("No iteration in these stats drafted a token (numDraftTokens 0 or absent throughout): is "
+                         "speculative decoding on, and did requests run since the last call to /metrics?")
+    return kind, counts

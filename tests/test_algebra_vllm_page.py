@@ -162,3 +162,61 @@ def test_the_definitions_formula_has_no_glued_command():
     from ui.algebra.vllm import DEFINITIONS
 
     assert not re.search(r"\\q?quad[A-Za-z]", DEFINITIONS), DEFINITIONS
+
+
+def _shown(at) -> str:
+    return " ".join(x.value for x in [*at.success, *at.caption, *at.warning, *at.code])
+
+
+def test_a_llamacpp_completion_is_read_and_says_what_it_lacks(app_test):
+    """The box read only vLLM's formats: this reply was refused with 'Neither ...'. Now: 48 drafted, 36 accepted,
+    the rate 0.750, and E[N] and the drafts 'not given' (never NaN), with the reason in words."""
+    from test_engines_metrics import llamacpp_completion
+
+    at = paste(app_test, llamacpp_completion(48, 36))
+    assert [s.value for s in at.success] == ["Read as a llama.cpp /completion response: 48 drafted, 36 accepted."]
+    m = metrics(at)
+    assert m["Acceptance rate"][0] == "0.750"
+    assert m["Mean acceptance length E[N]"][0] == "not given" and m["Drafts"][0] == "not given"
+    assert "Predicted speedup at gamma" not in " ".join(m) and not at.code
+    assert "does not count the drafts" in _shown(at) and "llamacpp:spec_decode" in _shown(at)
+    no_nan(at)
+
+
+def test_a_llamacpp_scrape_gives_the_full_table(app_test):
+    from test_engines_metrics import llamacpp_scrape
+
+    at = paste(app_test, llamacpp_scrape(100, 300, 144, [90, 45, 9]))
+    assert at.success[0].value == ("Read as a llama.cpp server /metrics scrape: 100 drafts, 300 drafted, 144 accepted "
+                                   "over gamma = 3 positions.")
+    assert_hand_numbers(at, "2.440")
+
+
+def test_sglang_and_trtllm_outputs_are_read_with_what_they_lack(app_test):
+    from test_engines_metrics import sglang_scrape, trtllm_stats
+
+    at = paste(app_test, sglang_scrape({"a": (2.9, 0.27), "b": (1.8, None)}))
+    assert list(at.selectbox(key="vllm_model").options) == ["a", "b"]
+    assert at.success[0].value == ("Read as an SGLang /metrics scrape: mean acceptance length 2.900, acceptance rate "
+                                   "0.270.")
+    assert metrics(at)["Mean acceptance length E[N] (interval average)"][0] == "2.900"
+    at.selectbox(key="vllm_model").set_value("b").run()
+    assert metrics(at)["Acceptance rate (interval average)"][0] == "not exported"
+    assert "not exported (older SGLang)" in at.success[0].value and "interval" in _shown(at)
+    no_nan(at)
+    at = paste(app_test, trtllm_stats([(4, 12, 7), (2, 6, 5)]))
+    assert at.success[0].value == "Read as TensorRT-LLM's /metrics iteration stats: 6 drafts, 18 drafted, 12 accepted."
+    m = metrics(at)
+    assert (m["Acceptance rate"][0], m["Mean acceptance length E[N]"][0], m["Drafts"][0]) == ("0.667", "3.000", "6")
+    assert "no alpha_j" in _shown(at)
+    no_nan(at)
+
+
+def test_garbage_and_huge_json_get_one_line(app_test):
+    from ui.algebra.vllm import PASTE_LIMIT
+
+    for text, word in [("[" * PASTE_LIMIT, "nested too deeply"), ('{"choices": []}', "Neither"),
+                       ("{" * 1000 + "x", "Neither")]:
+        at = paste(app_test, text)
+        assert len(at.code) == 1 and word in at.code[0].value and "\n" not in at.code[0].value
+        assert not at.success and "Acceptance rate" not in " ".join(metrics(at))

@@ -233,3 +233,42 @@ def test_argmax_drafting_is_not_only_llama_cpp():
 
     blob = repr(next(q for q in interview_senior.SENIOR_QUESTIONS if q[0] == "sample_compare"))
     assert "vLLM V1" in blob and "TensorRT-LLM" in blob
+
+
+def test_every_mention_of_vllms_lossless_claim_quotes_it_exactly():
+    """The trees page and the engines page paraphrased vLLM ('lossless up to the precision of hardware numerics')."""
+    from content import interview_senior
+    from ui.engines.text import SELF_DRAFT
+    from ui.trees.assumptions import LOSSLESS
+
+    quote = "theoretically lossless up to the precision limits of hardware numerics"
+    for text in (LOSSLESS, SELF_DRAFT, repr(interview_senior.SENIOR_QUESTIONS)):
+        assert text.count("hardware numerics") == text.count(quote) >= 1, text
+
+
+def test_the_b256_16k_point_states_its_kv_and_gpus_from_the_core():
+    """B = 256 at 16k: 687 GB of bf16 KV with the 1B draft (550 GB the target's), 706 GB with weights, at least 9
+    80 GB GPUs, 88 GB per GPU at TP 8, fewest 10 (5 x TP 2); MagicDec's draft-KV bottleneck scoped to a separate
+    model, with the one-layer head's ratio 0.031 (17 GB there)."""
+    from content import interview_senior
+    from specdec_core.steptime import SHAPES, gpu_placement, head_kv_gb
+
+    t8, d1 = SHAPES["Llama-3.1-8B"], SHAPES["Llama-3.2-1B (draft)"]
+    p, alone = gpu_placement(t8, d1, "bf16", 256, 16384), gpu_placement(t8, None, "bf16", 256, 16384)
+    note = interview_senior.CONTEXT_NOTE
+    assert f"its bf16 KV is {p.kv_gb:.0f} GB" in note and "687 GB" in note and f"{alone.kv_gb:.0f} GB the 8B" in note
+    assert f"{p.total_gb:.0f} GB with the weights, so at least {p.capacity_gpus} 80 GB GPUs" in note
+    assert "at least 9 80 GB GPUs" in note and "88 GB per GPU" in note and "are 10 (5 replicas of TP 2" in note
+    assert "a separate draft model's KV is the large-batch" in note and "a ratio of 0.031" in note
+    assert f"{head_kv_gb(t8, 256, 16384):.0f} GB at B = 256" in note
+    long_q = next(q for q in interview_senior.SENIOR_QUESTIONS if q[0] == "long_context")
+    assert "0.031 of the target's for Llama-3.1-8B against 0.25 for the 1B" in repr(long_q)
+
+
+def test_the_kv_batch_drill_scopes_magicdec_to_a_separate_draft():
+    from content.drill_text import solution
+
+    params = {"model": "Llama-3.1-8B", "context": 16384, "mode": "bf16", "kv": "bf16"}
+    lines = solution(drills.Drill("kv_batch", params))
+    last = lines[-1]
+    assert "separate draft model" in last and "MagicDec" in last and "one layer of KV, 1/32 of Llama-3.1-8B's" in last

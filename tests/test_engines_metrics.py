@@ -11,6 +11,8 @@ import json
 import math
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from specdec_core import vllm_metrics
@@ -184,3 +186,104 @@ def test_malformed_trtllm_stats_are_refused(text, message):
 def test_oversized_text_is_refused_before_parsing():
     with pytest.raises(ValueError, match="not a metrics page"):
         vllm_metrics.parse_prometheus("#" * (vllm_metrics.MAX_TEXT + 1), engine="llamacpp")
+
+
+# ---------------------------------------------------------------------------- any engine's text: detect, parse --
+def llamacpp_completion(drafted: int | None, accepted: int | None, indent: int | None = 2) -> str:
+    """A llama.cpp server /completion reply as it answers (content, settings, timings); draft keys only if drafted."""
+    timings = {"prompt_n": 6, "prompt_ms": 31.5, "prompt_per_token_ms": 5.25, "prompt_per_second": 190.4,
+               "predicted_n": 64, "predicted_ms": 412.0, "predicted_per_token_ms": 6.44, "predicted_per_second": 155.3}
+    if drafted is not None:
+        timings |= {"draft_n": drafted, "draft_n_accepted": accepted}
+    reply = {"index": 0, "content": " The LoRaWAN specification defines", "tokens": [], "id_slot": 0, "stop": True,
+             "model": "Qwen2.5-7B-Instruct-Q4_K_M.gguf", "tokens_predicted": 64, "tokens_evaluated": 6,
+             "generation_settings": {"n_predict": 64, "seed": 42, "temperature": 0.0, "top_k": 40, "top_p": 0.95,
+                                     "speculative.n_max": 16, "speculative.n_min": 0, "speculative.p_min": 0.75},
+             "prompt": "What is LoRA:", "has_new_line": False, "truncated": False, "stop_type": "limit",
+             "stopping_word": "", "tokens_cached": 69, "timings": timings}
+    return json.dumps(reply, indent=indent)
+
+
+def test_a_llamacpp_completion_is_detected_and_read_as_tokens_only():
+    """48 drafted, 36 accepted: rate 0.75; no count of drafts, so E[N] is not claimed (NaN in the core, no alpha_j).
+    parse(), vLLM's reader, refuses the same text: this is what the paste box used to call."""
+    text = llamacpp_completion(48, 36)
+    with pytest.raises(ValueError, match="Neither"):
+        vllm_metrics.parse(text)
+    assert vllm_metrics.detect_engine(text) == "llamacpp_response"
+    kind, c = vllm_metrics.parse_any(text)
+    assert kind == "llamacpp_response" and (c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens) == (None, 48, 36)
+    assert c.acceptance_rate() == 0.75 and math.isnan(c.mean_acceptance_length()) and c.gamma == 0
+    assert c.conditional_alphas().size == 0 and c.per_position_rates().size == 0
+    lines = "\n".join(llamacpp_completion(d, a, indent=None) for d, a in [(48, 36), (16, 2)])   # JSON Lines: summed
+    summed = vllm_metrics.parse_any(lines)[1]
+    assert summed.num_draft_tokens == 64 and summed.num_accepted_tokens == 38
+
+
+@pytest.mark.parametrize("text, kind", [
+    (llamacpp_completion(48, 36), "llamacpp_response"),
+    (llamacpp_scrape(10, 30, 11, [6, 4, 1]), "llamacpp"),
+    (sglang_scrape({"m": (2.9, 0.27)}), "sglang"),
+    (trtllm_stats([(4, 12, 7)]), "trtllm"),
+    (trtllm_stats([(4, 12, 7)], as_strings=True), "trtllm"),
+    ("INFO 05-12 10:00:00 [metrics.py:95] SpecDecoding metrics: Mean acceptance length: 2.44, Accepted: 144 "
+     "tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.900, 0.450, 0.090, Avg Draft acceptance rate: "
+     "48.0%", "vllm_log"),
+    ("vllm:spec_decode_num_drafts_total 1\n", "vllm"),
+])
+def test_each_engines_output_is_detected(text, kind):
+    assert vllm_metrics.detect_engine(text) == kind and kind in vllm_metrics.FORMATS
+
+
+def test_parse_any_reads_each_engine_as_its_own_reader_does():
+    assert vllm_metrics.parse_any(llamacpp_scrape(10, 30, 11, [6, 4, 1])) == (
+        "llamacpp", vllm_metrics.parse_prometheus(llamacpp_scrape(10, 30, 11, [6, 4, 1]), engine="llamacpp"))
+    kind, r = vllm_metrics.parse_any(sglang_scrape({"a": (2.9, 0.27), "b": (1.5, 0.2)}), model_name="a")
+    assert kind == "sglang" and (r.mean_acceptance_length, r.acceptance_rate) == (pytest.approx(2.9), 0.27)
+    assert vllm_metrics.model_names(sglang_scrape({"a": (2.9, 0.27), "b": (1.5, 0.2)})) == ["a", "b"]
+    assert vllm_metrics.model_names(llamacpp_scrape(10, 30, 11, [6, 4, 1])) == []
+    assert vllm_metrics.model_names(llamacpp_completion(3, 1)) == []
+    kind, c = vllm_metrics.parse_any(trtllm_stats([(4, 12, 7), (2, 6, 5)]))
+    assert kind == "trtllm" and (c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens) == (6, 18, 12)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "Nothing to read"),
+    ("hello, world", "Neither"),
+    ("<html><body>502 Bad Gateway</body></html>", "Neither"),
+    ("x" * 200_000, "Neither"),
+    ("[" * 200_000, "nested too deeply"),
+    ('{"choices": [{"text": "hi"}]}', "Neither.*timings"),
+    ("42", "Neither"),
+    (llamacpp_completion(None, None), "drafted nothing"),
+    (llamacpp_completion(3, 4), "impossible"),
+    (llamacpp_completion(2 ** 2000, 1), "no engine reports"),
+    (llamacpp_completion(3, 1).replace('"draft_n": 3', '"draft_n": NaN'), "not a number a server reports"),
+    ('{"timings": {"draft_n": 1' + "0" * 5000 + "}}", "thousands of digits"),
+    (llamacpp_completion(3, 1, indent=None) + "\n{broken", "neither one JSON value nor one JSON object a line"),
+    ("[]", "No iteration in these stats drafted"),
+    (trtllm_stats([(0, 0, 0)]), "No iteration in these stats drafted"),
+    (llamacpp_scrape(10, 30, 11, [6, 4, 1]) + sglang_scrape({"m": (2.0, 0.3)}), "mixes"),
+    ("vllm:spec_decode_num_drafts_total 3\nSpecDecoding metrics: x", "mixes"),
+])
+def test_parse_any_refuses_in_one_line(text, message):
+    with pytest.raises(ValueError, match=message) as info:
+        vllm_metrics.parse_any(text)
+    assert "\n" not in str(info.value) and len(str(info.value)) < 600
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.text(max_size=300),
+                 st.lists(st.sampled_from(['{', '}', '[', ']', '"timings"', ':', ',', '"draft_n"', '"draft_n_accepted"',
+                                           '1', '-1', '1e400', 'NaN', '"specDecodingStats"', '"numDraftTokens"', '\n',
+                                           'sglang:spec_accept_length', 'llamacpp:spec_decode_num_drafts_total',
+                                           ' ', '2.5', '{model_name="m"}']), max_size=60).map("".join)))
+def test_parse_any_raises_only_value_error(text):
+    try:
+        kind, got = vllm_metrics.parse_any(text)
+    except ValueError as exc:
+        assert str(exc)
+    else:
+        assert kind in vllm_metrics.FORMATS
+        if isinstance(got, SpecDecodeCounts):
+            assert got.num_draft_tokens > 0 and 0 <= got.acceptance_rate() <= 1

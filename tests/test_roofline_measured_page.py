@@ -71,3 +71,33 @@ def test_published_eagle3_results_are_placed_against_both_curves(app_test) -> No
     text = _prose(at)
     assert "EAGLE-3 in SGLang" in text and "2.36x at batch 1, above both curves" in text
     assert "1.38x at batch 64" in text and "fall lower still" not in text
+
+
+def test_the_fits_proposer_is_eagle3_as_specdecode_bench_names_it(app_test) -> None:
+    """SpecDecode-Bench's simulator runs proposer eagle3 (its README); the legend and caption said only 'EAGLE'."""
+    at = app_test("views/roofline.py", steps="measured")
+    assert not at.exception, [e.value for e in at.exception]
+    fig = next(c for c in at.get("plotly_chart") if "measured engine" in c.proto.spec)
+    assert "measured fit: EAGLE-3 draft" in fig.proto.spec and "fit: EAGLE draft" not in fig.proto.spec
+    text = _prose(at)
+    assert "with an EAGLE-3 head" in text and "its EAGLE-3 head drafts for" in text
+    assert "EAGLE-3" in FITS["vLLM, H100, Llama-3.1-8B + EAGLE"].model
+
+
+def test_the_b256_16k_memory_and_the_tables_gpus_come_from_the_core(app_test) -> None:
+    """B = 256 at 16,384: 687 GB of KV, 706 GB in all, at least 9 80 GB GPUs, fewest 10 as 5 x TP 2; the table gives
+    each batch's KV + weights and GPUs at the page's context (2,048: B = 256 needs 2, TP 2)."""
+    from specdec_core import steptime
+
+    t8, d1 = steptime.SHAPES["Llama-3.1-8B"], steptime.SHAPES["Llama-3.2-1B (draft)"]
+    at = app_test("views/roofline.py", steps="measured")
+    assert not at.exception, [e.value for e in at.exception]
+    text = _prose(at)
+    big = steptime.gpu_placement(t8, d1, "bf16", 256, 16384)
+    assert (f"B = 256 at 16,384 needs {big.kv_gb:.0f} GB of KV, {big.total_gb:.0f} GB with the weights: at least "
+            f"{big.capacity_gpus} such GPUs") in text and "fewest that hold it are 10, 5 replicas of TP 2" in text
+    assert "toward its KV ratio 0.25" in text and "EAGLE-3 head keeps one layer" in text and "ratio of 0.031" in text
+    table = next(df for df in (d.value for d in at.dataframe) if "v, fit" in df.columns)
+    want = [steptime.gpu_placement(t8, d1, "bf16", b, 2048) for b in (1, 64, 128, 256)]
+    assert list(table["KV + weights, GB (8B + 1B, bf16)"]) == [f"{p.kv_gb:,.1f} + {p.weights_gb:.1f}" for p in want]
+    assert list(table["fewest 80 GB GPUs"]) == ["1", "1", "1", "2 (TP 2 x 1)"]

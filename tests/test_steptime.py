@@ -259,3 +259,81 @@ def test_past_the_kv_batch_the_drafts_c_rises_toward_its_kv_bytes_over_the_targe
     assert np.all(np.diff(short) > 0) and np.all(np.diff(long) > 0)  # c rises with batch
     assert short[2] == pytest.approx(0.2365, abs=5e-4)  # compute still weighs at 2k
     assert long[2] == pytest.approx(0.248, abs=5e-4) and 0.25 - long[2] < 0.25 - short[2]
+
+
+# ------------------------------------------------------------------ KV memory of an operating point, on GPUs --
+T8, D1 = steptime.SHAPES["Llama-3.1-8B"], steptime.SHAPES["Llama-3.2-1B (draft)"]
+
+
+def _brute_fewest(models, batch, ctx, gpu_gb, max_tp=8):
+    """Every (tp, replicas): per GPU sum_m W_m / tp + ceil(B / r) L kv_m / min(tp, kv_heads_m) <= gpu_gb, fewest GPUs
+    (ties: fewer replicas); an independent loop over all layouts."""
+    best = None
+    for tp in (1, 2, 4, 8, 16, 32, 64):
+        if tp > max_tp:
+            break
+        for r in range(1, batch + 1):
+            seqs = -(-batch // r)
+            need = sum(2 * m.params / tp + seqs * ctx * 2 * m.layers * m.kv_heads * m.head_dim * 2 / min(tp, m.kv_heads)
+                       for m in models)
+            if need <= gpu_gb * 1e9 and (best is None or (tp * r, r) < (best[0] * best[1], best[1])):
+                best = (tp, r)
+    return best
+
+
+def test_b256_at_16k_kv_by_hand_and_the_gpus_it_needs():
+    """131,072 KV bytes per token (2 x 32 x 8 x 128 x 2) x 256 x 16,384 = 549.76 GB for the 8B; the 1B adds 32,768 per
+    token, 137.44 GB; weights 2 x (8.03e9 + 1.24e9) = 18.53 GB: 705.7 GB, so at least 9 80 GB GPUs. One TP-8 replica
+    needs 18.53 / 8 + 687.19 / 8 = 88.2 GB per GPU (8 KV heads: KV splits at most 8 ways); 5 replicas of TP 2 hold 52
+    sequences each at 9.27 + 69.79 = 79.06 GB: 10 GPUs, fewer than TP 4 x 3 or TP 8 x 2."""
+    p = steptime.gpu_placement(T8, D1, "bf16", 256, 16384)
+    assert T8.kv_bytes() == 131_072 and D1.kv_bytes() == 32_768
+    assert p.kv_gb == pytest.approx(256 * 16384 * (131_072 + 32_768) / 1e9) == pytest.approx(687.19, abs=0.01)
+    assert p.weights_gb == pytest.approx(2 * (T8.params + D1.params) / 1e9)
+    assert p.total_gb == pytest.approx(steptime.memory_needed_gb(T8, D1, "bf16", 256, 16384))
+    assert p.total_gb == pytest.approx(705.73, abs=0.01)
+    assert p.capacity_gpus == 9 and p.tp_max_gb == pytest.approx(88.21, abs=0.01)
+    assert (p.tp, p.replicas, p.gpus) == (2, 5, 10) and p.per_gpu_gb == pytest.approx(79.06, abs=0.01)
+    alone = steptime.gpu_placement(T8, None, "bf16", 256, 16384)
+    assert alone.kv_gb == pytest.approx(549.76, abs=0.01)
+    assert (alone.tp, alone.replicas, alone.capacity_gpus) == (8, 1, 8)
+
+
+@pytest.mark.parametrize("draft, batch, ctx, gpu_gb", [(D1, 256, 16384, 80), (None, 256, 16384, 80),
+                                                       (D1, 64, 32768, 80), (D1, 200, 2048, 80), (None, 7, 131072, 141),
+                                                       (D1, 1, 0, 80), (D1, 33, 8192, 24)])
+def test_placement_is_the_fewest_of_every_layout(draft, batch, ctx, gpu_gb):
+    models = [T8] + ([draft] if draft else [])
+    p = steptime.gpu_placement(T8, draft, "bf16", batch, ctx, gpu_gb=gpu_gb)
+    assert (p.tp, p.replicas) == _brute_fewest(models, batch, ctx, gpu_gb)
+    assert p.per_gpu_gb <= gpu_gb and p.gpus >= p.capacity_gpus
+
+
+def test_kv_heads_bound_tensor_parallel_kv_and_a_negative_control():
+    """Past kv_heads GPUs the KV heads are replicated: with 2 KV heads TP 8 holds KV / 2 per GPU, not KV / 8."""
+    narrow = steptime.DecoderShape("2 KV heads", 8e9, 32, 4096, 2, 128, 131_072)
+    p = steptime.gpu_placement(narrow, None, "bf16", 64, 32768, max_tp=8)
+    kv = 64 * 32768 * narrow.kv_bytes() / 1e9
+    assert p.tp_max_gb == pytest.approx(16 / 8 + kv / 2)
+    assert p.tp_max_gb != pytest.approx(16 / 8 + kv / 8)           # what splitting KV 8 ways would claim
+
+
+def test_placement_refuses_what_fits_nowhere():
+    with pytest.raises(ValueError, match="one sequence"):
+        steptime.gpu_placement(steptime.SHAPES["Llama-3.1-70B"], None, "bf16", 1, 131072, gpu_gb=10, max_tp=1)
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="batch"):
+            steptime.gpu_placement(T8, None, "bf16", bad, 2048)
+
+
+def test_a_heads_kv_ratio_is_one_layer_of_the_targets():
+    """EAGLE / MTP: one decoder layer with the target's attention shape -> 1/32 of Llama-3.1-8B's KV, 1/30 of
+    SmolLM2-135M's; a separate 1B draft keeps 0.25. At B = 256, 16k: 549.76 / 32 = 17.18 GB."""
+    from specdec_core.h200_run import SMOLLM2_135M
+
+    assert steptime.head_kv_ratio(T8) == 1 / 32 and steptime.head_kv_ratio(SMOLLM2_135M) == 1 / 30
+    assert steptime.kv_ratio(D1, T8) == 0.25
+    assert steptime.head_kv_gb(T8, 256, 16384) == pytest.approx(549.755813888 / 32)
+    for bad in (0, 33, 1.0):
+        with pytest.raises(ValueError, match="layers"):
+            steptime.head_kv_ratio(T8, bad)

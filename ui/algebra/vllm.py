@@ -1,4 +1,5 @@
-"""The algebra page's vLLM parts: alpha_j against vLLM's per-position rates, and a paste box for a server's metrics.
+"""The algebra page's vLLM parts: alpha_j against vLLM's per-position rates, and a paste box for a server's metrics
+(vLLM, llama.cpp, SGLang or TensorRT-LLM: specdec_core.vllm_metrics.parse_any detects which and reads it).
 
 Every number comes from specdec_core (algebra, vllm_metrics, measure); this module lays them out. User text is
 never echoed into Markdown: parse errors are shown verbatim in st.code.
@@ -28,6 +29,24 @@ DEFINITIONS = (
 
 
 PASTE_LIMIT = 200_000   # characters: a vLLM scrape is a few kB; 200 kB parses in well under a second here
+LACKS = {   # what each engine's numbers do not give, for the formats without per-position counts
+    "llamacpp_response": (
+        "A llama.cpp response gives only timings.draft_n and timings.draft_n_accepted: the share of draft tokens "
+        "accepted. It does not count the drafts, so it gives no mean acceptance length E[N], no per-position rates "
+        "and no alpha_j, hence no speedup or best gamma here. The server's /metrics (llamacpp:spec_decode_*, the "
+        "four counters vLLM has) gives all of them; paste that for the full table."
+    ),
+    "trtllm": (
+        "TensorRT-LLM's iteration stats give three totals (drafts, drafted and accepted tokens), not per-position "
+        "counts: E[N] = 1 + accepted / drafts and the acceptance rate are exact, but there are no alpha_j, so no "
+        "speedup per gamma or best gamma here."
+    ),
+    "sglang": (
+        "SGLang exports two gauges, each an average over its last logging interval, not counters: no counts, no "
+        "per-position rates and no alpha_j, so no speedup per gamma or best gamma here; averages of an unknown "
+        "number of drafts cannot be pooled over intervals either."
+    ),
+}
 
 
 def positional_comparison(aj: np.ndarray, c: float, v: float) -> None:
@@ -72,28 +91,44 @@ def _models(text: str) -> list[str]:
         return []
 
 
+# (format key of vllm_metrics.FORMATS, its numbers)
+Read = tuple[str, vllm_metrics.SpecDecodeCounts | vllm_metrics.VllmRates]
+
+
 @st.cache_data(max_entries=8)
-def _parsed(text: str, model: str | None) -> tuple[vllm_metrics.SpecDecodeCounts | None, str | None]:
-    """(counts, None) or (None, the reason): the pasted text parsed once per (text, model), not on every rerun."""
+def _parsed(text: str, model: str | None) -> tuple[Read | None, str | None]:
+    """((format, numbers), None) or (None, the reason): the pasted text detected and parsed once per (text, model)."""
     try:
-        return vllm_metrics.parse(text, model_name=model), None
+        return vllm_metrics.parse_any(text, model_name=model), None
     except ValueError as exc:
         return None, str(exc)
 
 
-def _read(text: str) -> vllm_metrics.SpecDecodeCounts | None:
-    """Parse the pasted text (asking for the model when a scrape holds several); None after showing why not."""
+def read_words(kind: str, got: vllm_metrics.SpecDecodeCounts | vllm_metrics.VllmRates) -> str:
+    """'Read as <format>: ...' with the numbers that format gives (counts as counted, rates as exported)."""
+    head = f"Read as {vllm_metrics.FORMATS[kind]}"
+    if isinstance(got, vllm_metrics.VllmRates):
+        rate = "not exported (older SGLang)" if math.isnan(got.acceptance_rate) else f"{got.acceptance_rate:.3f}"
+        return f"{head}: mean acceptance length {got.mean_acceptance_length:.3f}, acceptance rate {rate}."
+    drafts = "" if got.num_drafts is None else f"{got.num_drafts:,} draft{'' if got.num_drafts == 1 else 's'}, "
+    per = f" over gamma = {got.gamma} positions" if got.gamma else ""
+    return f"{head}: {drafts}{got.num_draft_tokens:,} drafted, {got.num_accepted_tokens:,} accepted{per}."
+
+
+def _read(text: str) -> Read | None:
+    """Detect and parse the pasted text (asking for the model when a scrape holds several); None after showing why
+    not."""
     if len(text) > PASTE_LIMIT:
         st.warning(f"**That paste is too long:** more than {PASTE_LIMIT:,} characters, the most the box takes "
                    "(one log line, or one server's /metrics scrape). Nothing was parsed.", icon=":material/error:")
         return None
     models = _models(text)
     model = st.selectbox("Model in the scrape", models, key="vllm_model") if len(models) > 1 else None
-    counts, error = _parsed(text, model)
-    if counts is None:
+    got, error = _parsed(text, model)
+    if got is None:
         st.warning("**That text could not be used.** What is wrong with it:", icon=":material/error:")
         st.code(error, language=None, wrap_lines=True)
-    return counts
+    return got
 
 
 def _table(counts: vllm_metrics.SpecDecodeCounts) -> None:
@@ -116,12 +151,13 @@ def _table(counts: vllm_metrics.SpecDecodeCounts) -> None:
 
 @st.fragment
 def paste_section(c: float, v: float, v_of_gamma: np.ndarray | None = None) -> None:
-    """Paste a vLLM log line or /metrics scrape: its numbers, the conditional alpha_j, E[N], speedup, best gamma.
+    """Paste an engine's metrics (vLLM, llama.cpp, SGLang, TensorRT-LLM): the format read, its numbers, and where
+    it has per-position counts the conditional alpha_j, E[N], speedup and best gamma.
 
     v_of_gamma (v for gamma = 0, 1, ..., from a decoder shape) prices each draft length; else v is fixed. A
     fragment: a paste reruns this section alone, and the text is parsed once per content (cached).
     """
-    st.subheader("vLLM's numbers in: paste a server's spec-decode metrics")
+    st.subheader("An engine's numbers in: paste a server's spec-decode metrics")
     st.markdown(
         "vLLM reports three quantities. The first two are averages over all draft tokens or all drafts; the "
         "third, the per-position rate r_j, is **unconditional** (the share of all drafts whose first j tokens "
@@ -129,22 +165,54 @@ def paste_section(c: float, v: float, v_of_gamma: np.ndarray | None = None) -> N
     )
     st.latex(DEFINITIONS)
     text = st.text_area(
-        "A 'SpecDecoding metrics:' log line, or the text of the server's /metrics endpoint",
+        "vLLM's 'SpecDecoding metrics:' log line or /metrics text; llama.cpp's /metrics or a /completion response; "
+        "SGLang's /metrics; TensorRT-LLM's /metrics JSON",
         key="vllm_paste",
         height=140,
         max_chars=PASTE_LIMIT + 1,          # one past the limit: a longer paste is cut there and refused below
         placeholder=EXAMPLE_LINE,
         help="One log line (lines from several intervals cannot be pooled: the line does not print its number "
-        "of drafts), or a Prometheus scrape: engines of one model are summed. Not kept in the URL.",
+        "of drafts), or a Prometheus scrape: engines of one model are summed. llama.cpp responses may be pasted "
+        "one JSON object a line (their counts are summed). The engine is recognised from the text. Not kept in "
+        "the URL.",
     )
     if not text.strip():
         st.caption("Paste a line or a scrape to see its alpha_j. The placeholder is vLLM's line for alpha_j = "
                    "0.9, 0.5, 0.2 over 100 drafts.")
         return
-    counts = _read(text)
-    if counts is None:
+    got = _read(text)
+    if got is None:
         return
-    _derived(counts, c, v, v_of_gamma)
+    kind, numbers = got
+    st.success(read_words(kind, numbers), icon=":material/check:")
+    if isinstance(numbers, vllm_metrics.VllmRates):
+        _rates_only(numbers)
+    elif numbers.gamma == 0:
+        _totals_only(kind, numbers)
+    else:
+        _derived(numbers, c, v, v_of_gamma)
+
+
+def _rates_only(rates: vllm_metrics.VllmRates) -> None:
+    """SGLang's two interval averages, and what they cannot give."""
+    cols = st.columns(2)
+    cols[0].metric("Mean acceptance length E[N] (interval average)", f"{rates.mean_acceptance_length:.3f}",
+                   help="sglang:spec_accept_length: the bonus token counted")
+    cols[1].metric("Acceptance rate (interval average)", "not exported" if math.isnan(rates.acceptance_rate)
+                   else f"{rates.acceptance_rate:.3f}", help="sglang:spec_accept_rate: accepted / drafted tokens")
+    st.caption(LACKS["sglang"])
+
+
+def _totals_only(kind: str, counts: vllm_metrics.SpecDecodeCounts) -> None:
+    """Totals without per-position counts (TensorRT-LLM; llama.cpp's response, without even a count of drafts)."""
+    length = counts.mean_acceptance_length()
+    cols = st.columns(3)
+    cols[0].metric("Acceptance rate", f"{counts.acceptance_rate():.3f}",
+                   help="accepted / drafted tokens: the mean share of a drafted token accepted")
+    cols[1].metric("Mean acceptance length E[N]", "not given" if math.isnan(length) else f"{length:.3f}",
+                   help="1 + accepted / drafts: needs the number of drafts")
+    cols[2].metric("Drafts", "not given" if counts.num_drafts is None else f"{counts.num_drafts:,}")
+    st.caption(LACKS[kind])
 
 
 def _derived(counts: vllm_metrics.SpecDecodeCounts, c: float, v: float, v_of_gamma: np.ndarray | None) -> None:

@@ -56,7 +56,7 @@ def measured_figure(data: dict[str, np.ndarray], gamma: int, alpha: float, conte
                   annotation_text="fit extrapolated", annotation_position="top left")
     fig.add_scatter(x=b, y=data["model_s"], name="roofline model (c and v modelled)",
                     line=dict(color=ROLE_COLOUR["predicted"], width=3))
-    label = "measured fit: EAGLE draft, 1.2 ms host overhead per step"
+    label = f"measured fit: EAGLE-3 draft, {fit.overhead_s * 1e3:.1f} ms host overhead per step"
     if not gamma_in_fit(fit, gamma):
         label += f" (gamma > {max(fit.draft_gammas)}: extrapolated)"
     for key, name, colour, width, dash in (("mixed_s", "model's c, measured-fit v", OKABE_ITO[0], 2, "dash"),
@@ -118,9 +118,9 @@ def measured_section(gamma: int, alpha: float, context: int) -> None:
     st.caption(f"Source: {fit.source}. Fit: t = K x {fit.s_kv:.3g} s + N x {fit.s_token:.3g} s + "
                f"{fit.s_fixed * 1e3:.2f} ms per pass (K tokens of KV read, N tokens computed), plus "
                f"{fit.overhead_s * 1e3:.2f} ms of host overhead per step. It describes one engine, model and GPU "
-               "(H100, Llama-3.1-8B with an EAGLE head); the model side uses this page's Llama-3.1-8B and "
+               "(H100, Llama-3.1-8B with an EAGLE-3 head); the model side uses this page's Llama-3.1-8B and "
                "Llama-3.2-1B shapes on an H100 SXM in bf16, whatever is chosen above. "
-               f"At B = 1 the fit's round {beats} the model ({fit_s:.2f}x against {model_s:.2f}x): its EAGLE head "
+               f"At B = 1 the fit's round {beats} the model ({fit_s:.2f}x against {model_s:.2f}x): its EAGLE-3 head "
                f"drafts for {fit_c:.2f} of a target step per token where the 1B draft costs {model_c:.2f}, and its "
                "fixed host overhead is paid once per round, not once per token. Both take alpha as given.")
     st.caption(f"The fit holds on what it was fitted on: B = {', '.join(str(x) for x in fit.batches)} and draft "
@@ -140,6 +140,7 @@ def measured_section(gamma: int, alpha: float, context: int) -> None:
             "speedup, model": np.round(data["table_model_s"], 2),
             "speedup, model c + fit v": np.round(data["table_mixed_s"], 2),
             "speedup, fit": np.round(data["table_fit_s"], 2)}
+    rows |= memory_columns(int(context))
     st.dataframe(rows, hide_index=True, width="stretch")
     kv_model = kv_read_s_per_token()
     st.markdown(
@@ -152,13 +153,20 @@ def measured_section(gamma: int, alpha: float, context: int) -> None:
         "both are values of models (the fit is additive in KV and compute, fitted on batches up to "
         f"{max(fit.batches)} at one context), not measurements at this point. " + published_words(data))
     b_2k, b_16k, c_1, c_256 = bounds(int(gamma), float(alpha))
+    big = placement(256, 16384)
     st.markdown(
         f"{crossing_words(int(gamma), float(alpha), int(context))}. Why long context moves the crossing out: every "
         "sequence reads its whole KV cache in both a decode step and a verify pass, so that shared term pulls v "
         "toward 1 (MagicDec reports the same trend). What bounds it: memory (one 80 GB H100 holds target, draft "
-        f"and their bf16 KV only up to about B = {b_2k:.0f} at context 2,048 and B = {b_16k:.0f} at 16,384), and "
-        "the draft's own KV reads, which grow with batch and context too (the model's c rises from "
-        f"{c_1:.3f} at B = 1 to {c_256:.3f} at B = 256 at context 2,048, toward 0.25).")
+        f"and their bf16 KV only up to about B = {b_2k:.0f} at context 2,048 and B = {b_16k:.0f} at 16,384; "
+        f"B = 256 at 16,384 needs {big.kv_gb:.0f} GB of KV, {big.total_gb:.0f} GB with the weights: at least "
+        f"{big.capacity_gpus} such GPUs, and since tensor parallelism splits KV at most {_target().kv_heads} ways "
+        f"({_target().kv_heads} KV heads), the "
+        f"fewest that hold it are {big.gpus}, {big.replicas} replicas of TP {big.tp}; the table's last columns give "
+        "each batch at this context), and the draft's own KV reads, which grow with batch and context too (the "
+        f"model's c rises from {c_1:.3f} at B = 1 to {c_256:.3f} at B = 256 at context 2,048, toward its KV ratio "
+        f"{steptime.kv_ratio(*_draft_target()):.2f}). That bottleneck (MagicDec's) is a separate draft model's: the "
+        f"fit's EAGLE-3 head keeps one layer of the target's KV, a ratio of {steptime.head_kv_ratio(_target()):.3f}.")
 
 
 def published_words(data: dict[str, np.ndarray]) -> str:
@@ -190,6 +198,31 @@ def kv_read_s_per_token() -> float:
     """The model's KV read per token of context on the H100 SXM: KV bytes per token / HBM bandwidth."""
     t, hw = steptime.SHAPES["Llama-3.1-8B"], roofline.HARDWARE["H100 SXM"]
     return t.kv_bytes("bf16") / (hw.bandwidth_tbs * 1e12)
+
+
+def _target() -> steptime.DecoderShape:
+    """The model side's target, Llama-3.1-8B."""
+    return steptime.SHAPES["Llama-3.1-8B"]
+
+
+def _draft_target() -> tuple[steptime.DecoderShape, steptime.DecoderShape]:
+    """(the model side's 1B draft, its 8B target), in kv_ratio's order."""
+    return steptime.SHAPES["Llama-3.2-1B (draft)"], _target()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def placement(batch: int, context: int) -> steptime.GpuPlacement:
+    """Weights + bf16 KV of the 8B target and 1B draft on 80 GB GPUs (specdec_core.steptime.gpu_placement)."""
+    draft, target = _draft_target()
+    return steptime.gpu_placement(target, draft, "bf16", batch, context, gpu_gb=80.0)
+
+
+def memory_columns(context: int) -> dict[str, list[str]]:
+    """The table's HBM columns for TABLE_BATCHES at this context: KV and weights in GB, the fewest 80 GB GPUs."""
+    points = [placement(b, context) for b in TABLE_BATCHES]
+    return {"KV + weights, GB (8B + 1B, bf16)": [f"{p.kv_gb:,.1f} + {p.weights_gb:.1f}" for p in points],
+            "fewest 80 GB GPUs": [f"{p.gpus}" + ("" if p.gpus == 1 else f" (TP {p.tp} x {p.replicas})")
+                                  for p in points]}
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -17,7 +17,8 @@ from ui.controls import bound_radio, slider_input
 MODELLED, FIXED, MEDUSA = "modelled", "fixed", "medusa"
 LOSSLESS = ("Exact means the emitted law is the target's, in exact arithmetic. In floating point a verify pass "
             "sums in another order than a one-token step, so near-ties can flip: the guarantee is the "
-            "distribution, 'lossless up to the precision of hardware numerics', as vLLM's docs put it.")
+            "distribution: in vLLM's docs' words, \"theoretically lossless up to the precision limits of hardware "
+            "numerics\".")
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
