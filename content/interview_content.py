@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from content.interview_2026 import QUESTIONS_2026
 from content.interview_senior import CONTEXT_NOTE, LONG, SENIOR_FLASHCARDS, SENIOR_QUESTIONS, SHORT, kv_batch
 from specdec_core.algebra import best_gamma, expected_tokens, speedup, step_cost
 from specdec_core.drills import Drill
@@ -58,6 +59,7 @@ class ConceptQuestion:
     trap: str
     question: str
     options: tuple[Option, ...]
+    source: str = ""                                 # where its facts come from, shown after an answer
 
     @property
     def answer_index(self) -> int:
@@ -361,7 +363,9 @@ CONCEPT_QUESTIONS: tuple[ConceptQuestion, ...] = (
         ),
     ),
 ) + tuple(ConceptQuestion(key, trap, question, tuple(Option(*o) for o in options))
-        for key, trap, question, options in SENIOR_QUESTIONS)  # content.interview_senior
+        for key, trap, question, options in SENIOR_QUESTIONS) + tuple(  # content.interview_senior, then 2026's
+    ConceptQuestion(key, trap, question, tuple(Option(*o) for o in options), source)
+    for key, trap, question, options, source in QUESTIONS_2026)
 
 
 # ----------------------------------------------------------- flashcards ----

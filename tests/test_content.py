@@ -272,3 +272,34 @@ def test_the_kv_batch_drill_scopes_magicdec_to_a_separate_draft():
     lines = solution(drills.Drill("kv_batch", params))
     last = lines[-1]
     assert "separate draft model" in last and "MagicDec" in last and "one layer of KV, 1/32 of Llama-3.1-8B's" in last
+
+
+def test_the_2026_questions_are_graded_sourced_and_drawn_by_the_mock():
+    """Each 2026 question is a concept question like the others (one keyed option, every option explained), names
+    its source, and the mock interview draws them, as it draws the 2026 drill kinds."""
+    from content import mock
+    from content.interview_2026 import QUESTIONS_2026
+
+    new = {q[0] for q in QUESTIONS_2026}
+    asked = {q.key: q for q in interview_content.CONCEPT_QUESTIONS if q.key in new}
+    assert set(asked) == new and len(new) >= 8
+    for q in asked.values():
+        assert len(q.source) > 20 and sum(o.correct for o in q.options) == 1, q.key
+    drawn_q, drawn_d = set(), set()
+    for seed in range(60):
+        m = mock.mock_set(str(seed))
+        drawn_q |= {q.key for q in m.concepts}
+        drawn_d |= {d.kind for d in m.drills}
+    assert new <= drawn_q and {"argmax_draft", "moe_experts", "batch_tokens"} <= drawn_d
+
+
+def test_the_2026_keyed_numbers_come_from_the_core():
+    from content.interview_2026 import QUESTIONS_2026
+    from specdec_core.moe import expert_read_ratio
+    from specdec_core.roofline import HARDWARE, crossover_batch
+
+    keyed = {q[0]: next(o[2] for o in q[3] if o[1]) for q in QUESTIONS_2026}
+    assert f"about {expert_read_ratio(256, 8, 2):.2f}x one token's expert weights" in keyed["mtp_moe"]
+    h100 = HARDWARE["H100 SXM"]
+    assert (f"{crossover_batch(h100, 3, 'bf16'):.0f} with bf16 weights and "
+            f"{crossover_batch(h100, 3, 'w8a16'):.0f} with 8-bit ones") in keyed["quantised_target"]

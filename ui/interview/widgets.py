@@ -171,7 +171,7 @@ def render_concepts() -> None:
                 continue
             ok, why = interview_content.check_choice(q, pick)
             (st.success if ok else st.error)(("Right. " if ok else "Not this one. ") + why)
-            st.caption(f"The trap this question probes: {q.trap}.")   # named only after an answer
+            st.caption(f"The trap this question probes: {q.trap}." + (f" Source: {q.source}." if q.source else ""))
             if not ok:
                 with st.expander("Try again, or show the right answer"):
                     st.markdown(q.options[q.answer_index].text)
