@@ -139,6 +139,13 @@ def first_miss(mask: list[bool]) -> int:
     return next((i for i, a in enumerate(mask) if not a), len(mask))
 
 
+def accepted_count(accept: torch.Tensor) -> torch.Tensor:
+    """The index of the first False in accept (k,), k when all are True, as a () tensor on accept's device.
+
+    first_miss's count without a host sync: cumprod keeps 1 until the first rejection."""
+    return accept.long().cumprod(0).sum()
+
+
 def accepts(r_x: torch.Tensor, q_x: torch.Tensor, u: torch.Tensor | float) -> torch.Tensor:
     """u < r(x) / q(x) without dividing, elementwise; q(x) = 0 rejects (x cannot have been drawn from q)."""
     return (u * q_x < r_x) & (q_x > 0)
@@ -178,7 +185,7 @@ def exact_rule(
     drafts were drawn from; drafted: (k,). p = the processed target law. A chain is a tree with one candidate
     per node, so each position is :func:`try_in_turn` with m = 1 and r = p_i: the k tests are independent and run
     at once (:func:`accepts`), and the correction is :func:`residual` (p_n, q_n). k = 0 is a plain draw from p[0].
-    One host transfer for the verdict plus one for the drawn token.
+    Everything runs on the device; the host reads the verdict and the drawn token in one transfer per round.
     """
     p = logits_to_probs(logits, sampling)  # (k+1, V)
     k = drafted.shape[0]
@@ -186,12 +193,14 @@ def exact_rule(
     p_x, q_x = p[idx, drafted], q[idx, drafted]  # (k,), (k,)
     u = torch.rand(k, generator=generator, device=p.device)  # (k,)
     accept = accepts(p_x, q_x, u)  # (k,)
-    p_h, q_h, u_h, acc_h = torch.stack([p_x, q_x, u, accept.float()]).tolist() if k else ([], [], [], [])
-    mask = [a > 0.5 for a in acc_h]
-    n = first_miss(mask)
-    law = residual(p[n], q[n]) if n < k else p[k]  # (V,)
-    y = int(sample(law, generator))
-    return Verdict(n, y, p, p_h, q_h, u_h, mask)
+    n = accepted_count(accept)  # () on the device
+    q_pad = torch.cat([q.to(p.dtype), p.new_zeros(1, p.shape[-1])])  # (k+1, V): row k is never a draft's law
+    at_n = n.view(1)  # index_select, not p[n]: a 0-d index would be read on the host
+    law = torch.where(n < k, residual(p.index_select(0, at_n)[0], q_pad.index_select(0, at_n)[0]), p[k])  # (V,)
+    y = sample(law, generator)  # () on the device
+    flat = torch.cat([p_x, q_x, u, accept.float(), n.float().view(1), y.float().view(1)]).tolist()  # one sync
+    mask = [a > 0.5 for a in flat[3 * k : 4 * k]]
+    return Verdict(int(flat[-2]), int(flat[-1]), p, flat[:k], flat[k : 2 * k], flat[2 * k : 3 * k], mask)
 
 
 def greedy_rule(
