@@ -73,12 +73,12 @@ from gpu_demo import constraints
 from gpu_demo.pairs import load_pair
 from test_constraints_limits import SLOW_SCHEMA
 pair = load_pair("builtin", "cpu")
-t = threading.Thread(target=C.build, args=("regex", "[a-z]+", pair.tokenizer, pair.target.vocab_size))
+t = threading.Thread(target=constraints.build, args=("regex", "[a-z]+", pair.tokenizer, pair.target.vocab_size))
 t.start(); t.join()  # the worker was started from a thread that has ended: it must live on
 print(compile_worker.worker_pids()[0], flush=True)
 def slow():
     try:
-        C.build("json", SLOW_SCHEMA, pair.tokenizer, pair.target.vocab_size, compile_limit_s=60.0)
+        constraints.build("json", SLOW_SCHEMA, pair.tokenizer, pair.target.vocab_size, compile_limit_s=60.0)
     except Exception:
         pass
 threading.Thread(target=slow, daemon=True).start()
