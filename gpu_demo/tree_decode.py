@@ -50,6 +50,7 @@ from gpu_demo.tree_draft import (
     check_tree_model,
     prune,
 )
+from specdec_core.dynamic_tree import DynamicTree
 from specdec_core.trees import Tree
 
 # ------------------------------------------------------------------------------------------------ the mask
@@ -125,7 +126,7 @@ def recursive_walk(p: torch.Tensor, draft: TreeDraft, generator: torch.Generator
         node = c[i]
 
 
-def tree_round(target: DecoderLM, drafter: TreeProposer, pending: torch.Tensor, tree: Tree,
+def tree_round(target: DecoderLM, drafter: TreeProposer, pending: torch.Tensor, tree: Tree | DynamicTree,
                sampling: SamplingConfig, draft_sampling: SamplingConfig, generator: torch.Generator) -> TreeRound:
     """Fill the tree from q, score [pending, nodes] in one tree-masked target pass, walk it, keep the path.
 
@@ -189,7 +190,7 @@ def tree_speculative(
     drafter: object,
     prompt_ids: Sequence[int] | torch.Tensor,
     max_new_tokens: int,
-    tree: Tree,
+    tree: Tree | DynamicTree,
     sampling: SamplingConfig = SamplingConfig(),
     draft_sampling: SamplingConfig | None = None,
     seed: int | None = 0,
@@ -200,21 +201,24 @@ def tree_speculative(
 
     ``drafter`` is a TreeProposer or a pair's drafter (a ModelDrafter or an EagleDrafter: :func:`tree_drafter_for`).
     Greedy (temperature 0) walks by argmax and equals greedy decoding; otherwise the recursive rejection emits
-    exactly the target's law. Near the end the tree is cut to the depths still wanted.
+    exactly the target's law. Near the end the tree is cut to the depths still wanted. A DynamicTree is grown
+    each round from the draft's own probabilities (EAGLE-2), its size chosen from the device's v(T).
     Arguments are validated when called (ValueError).
     """
-    if not isinstance(tree, Tree):
-        raise ValueError(f"tree must be a specdec_core.trees.Tree; got {type(tree).__name__}")
+    if not isinstance(tree, (Tree, DynamicTree)):
+        raise ValueError(f"tree must be a specdec_core.trees.Tree or a DynamicTree; got {type(tree).__name__}")
     td = tree_drafter_for(drafter)
     check_tree_model(target, "target")
     dsamp = check_pair_sampling(target, td, sampling, draft_sampling)
-    context = min(target.max_seq_len, td.max_seq_len) - tree.n_nodes  # room for the tree's pass
+    nodes = tree.budget if isinstance(tree, DynamicTree) else tree.n_nodes
+    context = min(target.max_seq_len, td.max_seq_len) - nodes  # room for the tree's pass
     ids = check_prompt_and_length(prompt_ids, max_new_tokens, context).to(target.device)
     return stepwise_inference(_tree_body(target, td, ids, max_new_tokens, tree, sampling, dsamp, seed,
                                           set(stop_tokens), topk))
 
 
-def _tree_body(target: DecoderLM, drafter: TreeProposer, ids: torch.Tensor, max_new_tokens: int, tree: Tree,
+def _tree_body(target: DecoderLM, drafter: TreeProposer, ids: torch.Tensor, max_new_tokens: int,
+               tree: Tree | DynamicTree,
                sampling: SamplingConfig, dsamp: SamplingConfig, seed: int | None, stops: set[int], topk: int,
                ) -> Iterator[TreeRoundEvent]:
     """The tree loop (arguments already validated): rounds until max_new_tokens or a stop token."""
@@ -222,7 +226,8 @@ def _tree_body(target: DecoderLM, drafter: TreeProposer, ids: torch.Tensor, max_
     pending, prefill_s = prefill(target, drafter, ids)  # type: ignore[arg-type]
     produced, r = 0, 0
     while produced < max_new_tokens:
-        shape = prune(tree, max_new_tokens - produced - 1)  # never draft past the requested length
+        left = max_new_tokens - produced - 1  # never draft past the requested length
+        shape = tree.limited(left) if isinstance(tree, DynamicTree) else prune(tree, left)
         rd = tree_round(target, drafter, pending, shape, sampling, dsamp, gen)
         shape = rd.draft.tree  # the shape drafted (chain(0) when the draft had nothing to draft from)
         emitted, kinds, stopped = cut_at_stop(rd.emitted, rd.kinds, stops)

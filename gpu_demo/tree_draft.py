@@ -11,15 +11,17 @@ specdec_core.tree_cost). After verification the draft keeps its accepted path (`
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from gpu_demo.drafters import ModelDrafter, prefill_all_but_last
 from gpu_demo.models.base import DecoderLM
 from gpu_demo.sampler import SamplingConfig, logits_to_probs
+from specdec_core.dynamic_tree import DynamicTree, best_count, rerank, tree_of
 from specdec_core.trees import Tree, ancestor_mask
 
 # ------------------------------------------------------------------------------------------------ the shape
@@ -106,6 +108,65 @@ def choose_children(logits: torch.Tensor, b: int, sampling: SamplingConfig, gene
     return x, torch.where(mass > 0, left / mass.clamp_min(tiny), 0.0)
 
 
+Expand = Callable[[torch.Tensor, list[int], torch.Tensor, int], torch.Tensor]
+
+
+@dataclass
+class Grown:
+    """A dynamic tree's draft, the candidates fed to the draft in feed order, and each chosen candidate's node."""
+
+    draft: TreeDraft
+    fed: list[int]
+    node_of: dict[int, int]
+
+
+def _on_path(parent: list[int], node: int, other: int) -> bool:
+    """other is node or one of its ancestors (candidate indices; -1 is the root)."""
+    while node >= 0:
+        if node == other:
+            return True
+        node = parent[node]
+    return False
+
+
+def grow_dynamic(root_logits: torch.Tensor, spec: DynamicTree, expand: Expand, vocab_size: int) -> Grown:
+    """EAGLE-2's tree (specdec_core.dynamic_tree): expand the top_k best-scored nodes per depth by their top_k
+    children, then keep the best nodes for this device's verify cost. expand(tokens (w,), parent rows in the
+    last logits, mask (w, fed so far) of each new node's fed ancestors, depth) feeds them -> their logits (w, V).
+    Children are the draft's top choices, so each q is one-hot. One host read per depth."""
+    parent: list[int] = []
+    token: list[int] = []
+    score: list[float] = []
+    depth: list[int] = []
+    beam, fed, logits = [-1], [], root_logits  # beam: the candidates whose laws are the rows of logits
+    for d in range(1, spec.depth + 1):
+        top_v, top_i = torch.log_softmax(logits.float(), -1).topk(min(spec.top_k, vocab_size), -1)  # (w, k)
+        vals, ids = top_v.tolist(), top_i.tolist()
+        new = []
+        for row, b in enumerate(beam):
+            for lp, x in zip(vals[row], ids[row]):
+                if lp == float("-inf"):  # a sub-vocabulary head allows fewer tokens than top_k
+                    continue
+                new.append(len(parent))
+                parent.append(b)
+                token.append(x)
+                score.append((score[b] if b >= 0 else 0.0) + lp)  # log of the path's draft probability
+                depth.append(d)
+        if d == spec.depth or not new:
+            break
+        nxt = sorted(new, key=lambda i: (-score[i], i))[: spec.top_k]  # the beam of the next depth
+        fed += nxt
+        mask = torch.tensor([[_on_path(parent, i, f) for f in fed] for i in nxt], device=root_logits.device)
+        rows = [beam.index(parent[i]) for i in nxt]
+        logits = expand(torch.tensor([token[i] for i in nxt], device=root_logits.device), rows, mask, d)
+        beam = nxt
+    chosen = rerank(parent, score, depth, best_count(np.exp(score), spec)) if parent else []
+    tree, idx = tree_of(parent, chosen) if chosen else (Tree((), ()), np.zeros(0, dtype=np.int64))
+    tokens = torch.tensor([token[i] for i in idx], dtype=torch.long, device=root_logits.device)  # (n,)
+    q = F.one_hot(tokens, vocab_size).float()  # (n, V): deterministic choices
+    return Grown(TreeDraft(tree, tokens, q), fed, {int(c): j for j, c in enumerate(idx)})
+
+
 class TreeProposer:
     """What the tree engine asks of a draft: ``begin(prompt)``, ``propose(tree, sampling, generator)`` -> a
     :class:`TreeDraft` (of ``tree``, or of ``chain(0)`` when the draft has nothing to draft from yet) and
@@ -157,8 +218,12 @@ class TreeDrafter(TreeProposer):
         """Prefill with all prompt tokens but the last (pending)."""
         self._pending = prefill_all_but_last(self.model, prompt)
 
-    def propose(self, tree: Tree, sampling: SamplingConfig, generator: torch.Generator | None) -> TreeDraft:
-        """Fill `tree`: depth d's nodes are chosen from the laws after depth d - 1's nodes that have children."""
+    def propose(self, tree: Tree | DynamicTree, sampling: SamplingConfig, generator: torch.Generator | None
+                ) -> TreeDraft:
+        """Fill `tree`: depth d's nodes are chosen from the laws after depth d - 1's nodes that have children.
+        A DynamicTree is grown from the draft's own probabilities instead (grow_dynamic)."""
+        if isinstance(tree, DynamicTree):
+            return self._grow(tree)
         n, dev, V = tree.n_nodes, self.model.device, self.vocab_size
         tokens, q = torch.zeros(n, dtype=torch.long, device=dev), torch.zeros(n, V, device=dev)
         steps, self._slot = draft_plan(tree), {}
@@ -178,6 +243,27 @@ class TreeDrafter(TreeProposer):
                 pos = torch.full((len(st.fed),), self._p0 - 1 + d, dtype=torch.long, device=dev)  # root: p0 - 1
                 out = self.model.forward(feed, pos, st.mask.to(dev))[0]  # (w, V)
         self._draft = TreeDraft(tree, tokens, q)
+        return self._draft
+
+    def _grow(self, spec: DynamicTree) -> TreeDraft:
+        """A dynamic tree: the root's law, then one tree-masked pass per depth over the beam (position p0 - 1 + d)."""
+        if spec.depth == 0 or spec.budget == 0:
+            grown = grow_dynamic(torch.zeros(0, self.vocab_size), spec, None, self.vocab_size)
+        else:
+            root = self.model.forward(self._pending.view(1, -1))[0, -1:]  # (1, V)
+            self._p0 = self.model.cache_len
+            dev = self.model.device
+
+            def expand(tokens: torch.Tensor, rows: list[int], mask: torch.Tensor, d: int) -> torch.Tensor:
+                pos = torch.full((tokens.numel(),), self._p0 - 1 + d, dtype=torch.long, device=dev)
+                return self.model.forward(tokens.view(1, -1), pos, mask)[0]  # (w, V)
+
+            grown = grow_dynamic(root, spec, expand, self.vocab_size)
+            if grown.draft.tree.n_nodes == 0:  # nothing worth verifying: as if nothing was fed
+                self.model.rollback(self._p0 - self._pending.numel())
+        fed_slot = {c: self._p0 + i for i, c in enumerate(grown.fed)}
+        self._slot = {j: fed_slot[c] for c, j in grown.node_of.items() if c in fed_slot}
+        self._draft = grown.draft
         return self._draft
 
     def commit(self, path: Sequence[int], next_token: int) -> None:

@@ -57,3 +57,22 @@ def streamlit_server(log_name: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """`streamlit run app.py` on a free loopback port, logging to artifacts/<log_name>; yields (url, process)."""
     with _serve(ROOT / "app.py", ROOT / "artifacts" / log_name) as running:
         yield running
+
+
+def markov_tables(v: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """A target table of logits and a draft table near it (seeded), for first-order Markov pairs."""
+    rng = np.random.default_rng(7)
+    target = rng.normal(0.0, 1.3, size=(v, v))
+    return target, target + rng.normal(0.0, 1.1, size=(v, v))
+
+
+class TreeMarkovLM(MarkovLM):
+    """A first-order Markov LM (logits = table[token]) that takes the tree arguments and keeps paths."""
+
+    def forward(self, idx, positions=None, tree_mask=None):
+        return super().forward(idx)
+
+    def keep(self, start: int, slots: list[int]) -> None:
+        if not 0 <= start <= self._len:
+            raise ValueError("keep needs a start inside the cache")
+        self._len = start + len(slots)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from doubles import MarkovLM
+from doubles import MarkovLM, TreeMarkovLM, markov_tables
 
 import gpu_demo.tree_draft as tdraft
 from gpu_demo import tree_decode
@@ -245,24 +245,6 @@ def test_cache_after_a_tree_run_equals_fresh_recompute(builtin) -> None:
 # --------------------------------------------------------------------------------------------- sampling
 
 
-def _markov_tables(v: int = 6) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(7)
-    target = rng.normal(0.0, 1.3, size=(v, v))
-    return target, target + rng.normal(0.0, 1.1, size=(v, v))
-
-
-class TreeMarkovLM(MarkovLM):
-    """A first-order Markov LM (logits = table[token]) that takes the tree arguments and keeps paths."""
-
-    def forward(self, idx, positions=None, tree_mask=None):
-        return super().forward(idx)
-
-    def keep(self, start: int, slots: list[int]) -> None:
-        if not 0 <= start <= self._len:
-            raise ValueError("keep needs a start inside the cache")
-        self._len = start + len(slots)
-
-
 def _root_draft(p_root: torch.Tensor, q_logits: torch.Tensor, b: int, gen: torch.Generator,
                 wrong: bool = False, sampling: SamplingConfig = SamplingConfig(1.0)) -> TreeDraft:
     """b children of the root drawn without replacement from q, or the top b with one-hot q when sampling is
@@ -283,7 +265,7 @@ def _emitted_first(p_rows: torch.Tensor, draft: TreeDraft, gen: torch.Generator)
 def test_recursive_rejection_keeps_p_and_ranks_follow_multidraft(b: int) -> None:
     """One position, b candidates: the emitted law is p; the kept rank's law is multidraft's 'wor' one. The mistake
     (divide by q, not by q without the earlier siblings) follows multidraft's 'wor_ratio_q' law and is rejected."""
-    t_tab, d_tab = _markov_tables()
+    t_tab, d_tab = markov_tables()
     p64, q64 = (torch.softmax(torch.tensor(tab[0]), -1).numpy() for tab in (t_tab, d_tab))  # float64 laws
     p, q_logits = torch.tensor(p64).float(), torch.tensor(d_tab[0]).float()
     law, ranks = multidraft_distribution(p64, q64, b, WOR)
@@ -304,7 +286,7 @@ def test_recursive_rejection_keeps_p_and_ranks_follow_multidraft(b: int) -> None
 
 
 def _markov_pair(v: int = 6) -> tuple[TreeMarkovLM, TreeDrafter, np.ndarray]:
-    t_tab, d_tab = _markov_tables(v)
+    t_tab, d_tab = markov_tables(v)
     law = torch.softmax(torch.tensor(t_tab), -1).numpy()  # p(. | previous token), (V, V)
     return TreeMarkovLM(t_tab), TreeDrafter(TreeMarkovLM(d_tab)), law
 
@@ -337,7 +319,7 @@ def _first(counts: np.ndarray, v: int = 6) -> np.ndarray:
 
 def test_deterministic_children_under_a_sampling_target_keep_p() -> None:
     """Top-b children (q one-hot, a greedy draft) verified by recursive rejection at one position still emit p."""
-    t_tab, d_tab = _markov_tables()
+    t_tab, d_tab = markov_tables()
     p64 = torch.softmax(torch.tensor(t_tab[0]), -1).numpy()
     p, q_logits = torch.tensor(p64).float(), torch.tensor(d_tab[0]).float()
     gen, counts = torch.Generator().manual_seed(12), np.zeros(6)

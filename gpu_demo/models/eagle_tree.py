@@ -22,7 +22,8 @@ import torch
 
 from gpu_demo.models.eagle import EagleDrafter
 from gpu_demo.sampler import SamplingConfig
-from gpu_demo.tree_draft import TreeDraft, TreeProposer, choose_children, draft_plan
+from gpu_demo.tree_draft import TreeDraft, TreeProposer, choose_children, draft_plan, grow_dynamic
+from specdec_core.dynamic_tree import DynamicTree
 from specdec_core.trees import Tree
 from specdec_core.trees import chain as chain_tree
 
@@ -38,10 +39,14 @@ class EagleTreeDrafter(TreeProposer):
         """As the chain drafter (after the target's prefill of prompt[:-1])."""
         self.chain.begin(prompt)
 
-    def propose(self, tree: Tree, sampling: SamplingConfig, generator: torch.Generator | None) -> TreeDraft:
-        """Fill `tree` depth by depth: children of the nodes fed last are chosen from the laws after them."""
+    def propose(self, tree: Tree | DynamicTree, sampling: SamplingConfig, generator: torch.Generator | None
+                ) -> TreeDraft:
+        """Fill `tree` depth by depth: children of the nodes fed last are chosen from the laws after them.
+        A DynamicTree is grown from the head's own probabilities instead (EAGLE-2: tree_draft.grow_dynamic)."""
         if not self.chain.has_pairs():  # no true feature yet (1-token prompt): draft nothing, as the chain does
             tree = chain_tree(0)
+        if isinstance(tree, DynamicTree):
+            return self._grow(tree)
         n, dev, V = tree.n_nodes, self.head.device, self.vocab_size
         tokens, q = torch.zeros(n, dtype=torch.long, device=dev), torch.zeros(n, V, device=dev)
         if n == 0:  # nothing to draft: the true pairs wait for the next round
@@ -61,6 +66,27 @@ class EagleTreeDrafter(TreeProposer):
             g = self.head(parents, tokens[list(st.fed)].view(1, -1), pos, st.mask.to(dev))[0]  # (w, C)
         self.head.rollback(stable)
         self._draft = TreeDraft(tree, tokens, q)
+        return self._draft
+
+    def _grow(self, spec: DynamicTree) -> TreeDraft:
+        """EAGLE-2's dynamic tree: the root's g, then one head pass per depth over the beam, parents' g as input."""
+        dev, V = self.head.device, self.vocab_size
+        if spec.depth == 0 or spec.budget == 0:
+            self._draft = TreeDraft(chain_tree(0), torch.zeros(0, dtype=torch.long, device=dev),
+                                    torch.zeros(0, V, device=dev))
+            return self._draft
+        feats, toks = self.chain.take_pairs()  # (1, m, C) true features f_{j-1}, (1, m) x_j
+        stable = self.head.cache_len + toks.shape[1]
+        g = [self.head(feats, toks)[0, -1:]]  # g[0]: (1, C) the root's; then the beam's, one (w, C) per depth
+
+        def expand(tokens: torch.Tensor, rows: list[int], mask: torch.Tensor, d: int) -> torch.Tensor:
+            pos = torch.full((tokens.numel(),), stable - 1 + d, dtype=torch.long, device=dev)
+            g.append(self.head(g[-1][rows].unsqueeze(0), tokens.view(1, -1), pos, mask)[0])  # (w, C)
+            return self.head.logits(g[-1])  # (w, V)
+
+        grown = grow_dynamic(self.head.logits(g[0]), spec, expand, V)
+        self.head.rollback(stable)
+        self._draft = grown.draft
         return self._draft
 
     def commit(self, path: Sequence[int], next_token: int) -> None:

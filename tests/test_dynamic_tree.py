@@ -1,0 +1,131 @@
+"""EAGLE-2's dynamic tree (specdec_core.dynamic_tree, gpu_demo.tree_draft.grow_dynamic): the selection by hand, the
+size chosen from v(T), greedy output equal to greedy decoding (a model draft and an EAGLE-style head), and the
+target's law under sampling, with a negative control that must fail at the same sample size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from doubles import TreeMarkovLM, markov_tables
+from eagle_support import tiny_head, tiny_target
+
+from gpu_demo.decode import autoregressive, run
+from gpu_demo.models.eagle import EagleDrafter
+from gpu_demo.models.llama import LlamaConfig, init_random
+from gpu_demo.sampler import SamplingConfig
+from gpu_demo.tree_decode import tree_speculative
+from gpu_demo.tree_draft import TreeDraft, TreeDrafter
+from specdec_core.dynamic_tree import DynamicTree, best_count, rerank, tree_of
+from specdec_core.stats import chi_square_gof
+
+GREEDY = SamplingConfig(0.0)
+P_REJECT = 1e-3
+
+
+# ------------------------------------------------------------------------------------------ by hand
+def test_best_count_weighs_the_scores_against_this_devices_v() -> None:
+    scores = [0.8, 0.6, 0.3, 0.1]
+    flat = DynamicTree(budget=4, depth=2, c=0.05, v=(1.0, 1.0, 1.0, 1.0, 1.0))  # a GPU at batch 1: v flat
+    steep = DynamicTree(budget=4, depth=2, c=0.05, v=(1.0, 1.2, 1.45, 1.7, 1.95))  # a CPU: each token costs
+    # flat: (1 + 1.8) / 1.1 = 2.545 at N = 3 beats (1 + 1.9) / 1.1 = 2.636? no: N = 4 gives 2.9 / 1.1, the most
+    assert best_count(scores, flat) == 4
+    # steep: N = 1 gives 1.8 / 1.3 = 1.385, N = 2 gives 2.4 / 1.55 = 1.548, N = 3 gives 2.7 / 1.8 = 1.5
+    assert best_count(scores, steep) == 2
+    assert best_count(scores, DynamicTree(budget=3)) == 3  # no v: the budget
+    assert best_count([0.01], DynamicTree(budget=1, depth=1, c=0.5, v=(1.0, 1.0))) == 0  # not worth drafting
+
+
+def test_rerank_keeps_parents_and_orders_by_depth() -> None:
+    #            0     1     2    3    4     5
+    parent = [-1, -1, 0, 0, 1, 2]
+    log_score = np.log([0.5, 0.3, 0.4, 0.05, 0.2, 0.35])
+    depth = [1, 1, 2, 2, 2, 3]
+    assert rerank(parent, log_score, depth, 4) == [0, 1, 2, 5]  # 0.5, 0.4, 0.35 (its parent 2 is in), 0.3
+    tree, idx = tree_of(parent, [0, 1, 2, 5])
+    assert tree.parent == (-1, -1, 0, 2) and tree.rank == (1, 2, 1, 1) and idx.tolist() == [0, 1, 2, 5]
+
+
+def test_the_spec_is_checked() -> None:
+    for bad in ({"top_k": 0}, {"depth": 99}, {"budget": 4, "v": (1.0, 1.0)}, {"c": -1.0}, {"v": (0.0,) * 17}):
+        with pytest.raises(ValueError):
+            DynamicTree(**bad)
+    assert DynamicTree(depth=5).limited(2).depth == 2 and DynamicTree(depth=1).limited(9).depth == 1
+
+
+# ------------------------------------------------------------------------------------ greedy equality
+def _llama(cfg: LlamaConfig, seed: int, sharpen: float):
+    m = init_random(cfg, seed=seed, max_len=128).eval()
+    m.requires_grad_(False)
+    with torch.no_grad():
+        m.tok_embeddings.weight.mul_(sharpen)
+    return m
+
+
+V = 61
+TARGET = LlamaConfig(vocab_size=V, dim=48, n_layers=2, n_heads=6, n_kv_heads=2, hidden_dim=80, max_seq_len=128)
+DRAFT = LlamaConfig(vocab_size=V, dim=32, n_layers=1, n_heads=4, n_kv_heads=2, hidden_dim=48, max_seq_len=128)
+
+
+@pytest.mark.parametrize("spec", [DynamicTree(4, 4, 10), DynamicTree(2, 6, 16), DynamicTree(3, 3, 20, v=(1.0,) * 21)])
+def test_greedy_dynamic_tree_equals_greedy_with_a_model_draft(spec: DynamicTree) -> None:
+    target, draft = _llama(TARGET, 0, 20.0), _llama(DRAFT, 3, 5.0)
+    for prompt in ([1, 2, 3], [40, 41, 42, 43, 44], [7]):
+        ar = run(autoregressive(target, prompt, 40, GREEDY))
+        tr = run(tree_speculative(target, TreeDrafter(draft), prompt, 40, spec, GREEDY))
+        assert tr.tokens == ar.tokens
+        assert max(e.n_accepted for e in tr.events) >= 1  # the trees were verified, not empty
+
+
+def test_greedy_dynamic_tree_equals_greedy_with_an_eagle_head() -> None:
+    target = tiny_target(40)
+    drafter = EagleDrafter(target, tiny_head(target, n_out=24))
+    for prompt in ([1, 2, 3, 4], [9, 8, 7, 6, 5, 4]):
+        ar = run(autoregressive(target, prompt, 30, GREEDY))
+        tr = run(tree_speculative(target, drafter, prompt, 30, DynamicTree(4, 4, 12), GREEDY))
+        assert tr.tokens == ar.tokens
+        assert any(len(e.parent) > 1 for e in tr.events)
+
+
+def test_the_size_follows_v() -> None:
+    """The same draft grows a full tree where verifying is flat (a GPU) and a small one where it is steep."""
+    target, draft = _llama(TARGET, 0, 20.0), _llama(DRAFT, 3, 5.0)
+    flat = DynamicTree(4, 4, 16, v=(1.0,) * 17, c=0.02)
+    steep = DynamicTree(4, 4, 16, v=tuple(1.0 + 0.05 * t for t in range(17)), c=0.02)  # 0.05 a token
+    sizes = {}
+    for name, spec in (("flat", flat), ("steep", steep)):
+        tr = run(tree_speculative(target, TreeDrafter(draft), [1, 2, 3], 20, spec, GREEDY))
+        sizes[name] = np.mean([len(e.parent) for e in tr.events])
+    assert sizes["flat"] > 4 * sizes["steep"] and sizes["steep"] >= 1
+
+
+# --------------------------------------------------------------------------------- the target's law
+class ClaimsSampled(TreeDrafter):
+    """Negative control: chooses the same nodes but reports q = 1/2 one-hot + 1/2 uniform, as if they were drawn."""
+
+    def propose(self, tree, sampling, generator) -> TreeDraft:
+        d = super().propose(tree, sampling, generator)
+        self._draft = TreeDraft(d.tree, d.tokens, 0.5 * d.q + 0.5 / d.q.shape[-1])
+        return self._draft
+
+
+def _first_two(drafter: TreeDrafter, target, runs: int) -> np.ndarray:
+    v = target.vocab_size
+    counts = np.zeros(v * v, dtype=np.int64)
+    for seed in range(runs):
+        toks = run(tree_speculative(target, drafter, [0], 2, DynamicTree(3, 2, 6), SamplingConfig(1.0), seed=seed,
+                                    topk=0)).tokens
+        counts[toks[0] * v + toks[1]] += 1
+    return counts
+
+
+@pytest.mark.slow
+def test_a_dynamic_tree_emits_the_target_law_and_the_control_does_not() -> None:
+    t_tab, d_tab = markov_tables()
+    law = torch.softmax(torch.tensor(t_tab), -1).numpy()  # p(. | previous), (V, V)
+    joint = (law[0][:, None] * law).reshape(-1)  # P(x1, x2) from the prompt [0]
+    target = TreeMarkovLM(t_tab)
+    good = _first_two(TreeDrafter(TreeMarkovLM(d_tab)), target, 3000)
+    bad = _first_two(ClaimsSampled(TreeMarkovLM(d_tab)), target, 3000)
+    assert chi_square_gof(good, joint)[2] > P_REJECT
+    assert chi_square_gof(bad, joint)[2] < P_REJECT
