@@ -7,14 +7,16 @@ children per node that gets children at depth d). Configurations are interleaved
 reversed on odd repeats. Per configuration: tokens per target pass, draft and verify ms per round (the engine's
 synced timers), ms per token (wall, prefill included) and speedup = autoregressive ms/token / its ms/token in the
 same repeat; median (min-max) over repeats. A tree verifies n + 1 tokens in one pass, so it pays where v(n + 1)
-stays near 1 (bench/verify_cost.py measures v on this machine).
+stays near 1 (bench/verify_cost.py measures v on this machine). A dynamic tree (EAGLE-2, --dynamic top_k,depth,budget)
+sizes itself each round from v(T) measured here first (T = 1..budget + 1, batch 1) and the head's c measured on a
+chain run (specdec_core.dynamic_tree).
 
     .venv/bin/python bench/eagle_trees.py --repeats 3 --json bench/eagle_trees_t1.json
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import torch
 
@@ -30,18 +32,21 @@ from gpu_demo.flags import (
     add_threads,
     parse,
 )
+from gpu_demo.measure.batch import measure_v
 from gpu_demo.measure.bench import environment
 from gpu_demo.pairs import load_pair
 from gpu_demo.reports import write_report
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
 from gpu_demo.tree_decode import tree_speculative
+from specdec_core.dynamic_tree import DynamicTree
 from specdec_core.repeats import check_repeats, spread
 from specdec_core.trees import branching_tree, parse_ints
 
 
-def run_config(pair, name: str, prompts: list[list[int]], n_new: int, sampling: SamplingConfig) -> dict:
-    """One pass over the prompts with configuration `name` ('ar', 'chain g', 'tree b1,b2,..'): totals."""
+def run_config(pair, name: str, prompts: list[list[int]], n_new: int, sampling: SamplingConfig,
+               dynamic: dict[str, DynamicTree] | None = None) -> dict:
+    """One pass over the prompts with configuration `name` ('ar', 'chain g', 'tree b1,..', 'dynamic k,d,n'): totals."""
     events = []
 
     def decode_all() -> None:
@@ -51,6 +56,8 @@ def run_config(pair, name: str, prompts: list[list[int]], n_new: int, sampling: 
             elif name.startswith("chain"):
                 gen = speculative(pair.target, pair.drafter, ids, n_new, int(name.split()[1]), sampling, seed=i,
                                   topk=0)
+            elif name.startswith("dynamic"):
+                gen = tree_speculative(pair.target, pair.drafter, ids, n_new, dynamic[name], sampling, seed=i, topk=0)
             else:
                 shape = branching_tree(parse_ints(name.split()[1], "shape"))
                 gen = tree_speculative(pair.target, pair.drafter, ids, n_new, shape, sampling, seed=i, topk=0)
@@ -59,6 +66,16 @@ def run_config(pair, name: str, prompts: list[list[int]], n_new: int, sampling: 
     wall = timed_once(decode_all, pair.device)
     return {"tokens": sum(len(e.emitted) for e in events), "passes": len(events), "wall_s": wall,
             "draft_s": sum(e.draft_s for e in events), "verify_s": sum(e.verify_s for e in events)}
+
+
+def device_costs(pair, prompt: list[int], budget: int) -> tuple[tuple[float, ...], float]:
+    """(v(T) for T = 1..budget + 1 at batch 1, the head's c): v from measure_v at context 256, c from a chain run's
+    draft time per drafted token over the target's decode step."""
+    v = [1.0] + [measure_v(pair.target, t - 1, [1], context=256, repeats=3)[0][3] for t in range(2, budget + 2)]
+    step_s = measure_v(pair.target, 1, [1], context=256, repeats=3)[0][1]
+    events = list(speculative(pair.target, pair.drafter, prompt, 32, 3, SamplingConfig(0.0), seed=0, topk=0))
+    c = sum(e.draft_s for e in events) / max(1, sum(len(e.drafted) for e in events)) / step_s
+    return tuple(v), c
 
 
 def summarise(runs: dict[str, list[dict]]) -> list[dict]:
@@ -101,6 +118,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap = CliParser(description=__doc__.splitlines()[0])
     add_gamma(ap, "2,3")
     ap.add_argument("--trees", default="2;3;2,1;2,2;3,2", help="branching shapes, ';'-separated (b1,b2,..)")
+    ap.add_argument("--dynamic", default="4,4,8;4,5,16", help="dynamic trees top_k,depth,budget; ';'-separated")
     add_temperature(ap)
     add_max_new_tokens(ap, 64)
     ap.add_argument("--prompts", type=int, default=len(BENCH_CHAT_PROMPTS))
@@ -113,21 +131,27 @@ def main(argv: list[str] | None = None) -> dict:
     shapes = [s.strip() for s in args.trees.split(";") if s.strip()]
     for s in shapes:
         branching_tree(parse_ints(s, "shape"))  # ValueError with the allowed range, before any model loads
+    specs = {f"dynamic {s.strip()}": DynamicTree(*parse_ints(s, "dynamic tree"))
+             for s in args.dynamic.split(";") if s.strip()}
     pair = load_pair("smollm2-eagle", resolve_device(args.device), max_len=512)
     prompts = [pair.tokenizer.encode(pair.tokenizer.chat(p)) for p in BENCH_CHAT_PROMPTS[: args.prompts]]
-    names = ["ar", *(f"chain {g}" for g in args.gamma), *(f"tree {s}" for s in shapes)]
+    names = ["ar", *(f"chain {g}" for g in args.gamma), *(f"tree {s}" for s in shapes), *specs]
     sampling = SamplingConfig(args.temperature)
     runs: dict[str, list[dict]] = {n: [] for n in names}
     with torch.inference_mode():
         run_config(pair, "ar", prompts[:1], 8, sampling)  # warm-up (allocations, kernels)
+        v, c = device_costs(pair, prompts[0], max((s.budget for s in specs.values()), default=0))
+        dynamic = {n: replace(s, v=v[: s.budget + 1], c=c) for n, s in specs.items()}
         for r in range(args.repeats):
             for name in names if r % 2 == 0 else names[::-1]:
-                runs[name].append(run_config(pair, name, prompts, args.max_new_tokens, sampling))
+                runs[name].append(run_config(pair, name, prompts, args.max_new_tokens, sampling, dynamic))
     rows = summarise(runs)
     print(f"smollm2-eagle on {pair.device}, T = {args.temperature}, {len(prompts)} chat prompts x "
           f"{args.max_new_tokens} tokens, {args.threads} thread(s), {args.repeats} interleaved repeats")
     print(table(rows))
-    report = {"temperature": args.temperature, "max_new_tokens": args.max_new_tokens, "prompts": len(prompts),
+    print("this device: v(T) = " + ", ".join(f"{x:.2f}" for x in v) + f" for T = 1..{len(v)}; the head's c = {c:.3f}")
+    report = {"v": list(v), "c": c, "temperature": args.temperature, "max_new_tokens": args.max_new_tokens,
+              "prompts": len(prompts),
               "repeats": args.repeats, "threads": args.threads, "rows": rows, "environment": environment(pair.device)}
     if args.json:
         print(f"wrote {write_report(args.json, report, 'bench/eagle_trees.py', args.force)}")
