@@ -148,11 +148,16 @@ def _alpha_pq_figure(d: dict) -> go.Figure:
 def _sample_compare_figure(d: dict) -> go.Figure:
     """Kept mass per token under each rule: min(p, q) against p q."""
     p, q = np.array(d["p"]), np.array(d["q"])
-    fig, x = _p_q_bars(p, q, "Kept per token: min(p, q) against p x q")
-    fig.add_trace(go.Bar(x=x, y=accepted_mass(p, q), name="min(p, q): min(1, p/q) keeps",
-                         marker_color=ROLE_COLOUR["accepted"], marker_pattern_shape="/"))
-    fig.add_trace(go.Bar(x=x, y=matched_mass(p, q), name="p q: sample-and-compare keeps",
-                         marker_color=ROLE_COLOUR["residual"], marker_pattern_shape="x"))
+    return _two_rules(p, q, "Kept per token: min(p, q) against p x q", ("min(p, q): min(1, p/q) keeps",
+                      accepted_mass(p, q)), ("p q: sample-and-compare keeps", matched_mass(p, q)))
+
+
+def _two_rules(p: np.ndarray, q: np.ndarray, title: str, first: tuple[str, np.ndarray],
+               second: tuple[str, np.ndarray]) -> go.Figure:
+    """p and q, then what each of two rules keeps per token (hatched bars)."""
+    fig, x = _p_q_bars(p, q, title)
+    for (name, kept), colour, shape in ((first, "accepted", "/"), (second, "residual", "x")):
+        fig.add_trace(go.Bar(x=x, y=kept, name=name, marker_color=ROLE_COLOUR[colour], marker_pattern_shape=shape))
     return fig
 
 
@@ -209,13 +214,10 @@ def _rollback_figure(d: dict) -> go.Figure:
 def _argmax_draft_figure(d: dict) -> go.Figure:
     """p and q, with the argmax draft's kept mass p(argmax q) against the sampled draft's min(p, q)."""
     p, q = np.array(d["p"]), np.array(d["q"])
-    fig, x = _p_q_bars(p, q, "An argmax draft keeps p(argmax q); a sampled one keeps min(p, q)")
     one_hot = np.eye(len(q))[int(np.argmax(q))]                            # (V,)
-    fig.add_trace(go.Bar(x=x, y=accepted_mass(p, q), name="min(p, q): sampled draft keeps",
-                         marker_color=ROLE_COLOUR["accepted"], marker_pattern_shape="/"))
-    fig.add_trace(go.Bar(x=x, y=accepted_mass(p, one_hot), name="p at argmax q: argmax draft keeps",
-                         marker_color=ROLE_COLOUR["residual"], marker_pattern_shape="x"))
-    return fig
+    return _two_rules(p, q, "An argmax draft keeps p(argmax q); a sampled one keeps min(p, q)",
+                      ("min(p, q): sampled draft keeps", accepted_mass(p, q)),
+                      ("p at argmax q: argmax draft keeps", accepted_mass(p, one_hot)))
 
 
 def _moe_experts_figure(d: dict) -> go.Figure:
