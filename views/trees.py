@@ -10,6 +10,7 @@ from ui.chart_wire import charts_last
 from ui.controls import bound_radio
 from ui.trees.cost import tree_section
 from ui.trees.data import K_PAGE, V_PAGE
+from ui.trees.measured import measured_section
 from ui.trees.multidraft import check_section, draws_controls, multidraft_section, pair_controls, refuse
 from ui.trees.typical import typical_section
 
@@ -62,6 +63,7 @@ def body() -> None:
     if every or shown == "tree":
         st.subheader("3. Token trees: expected accepted length")
         tree_section(p, q)
+        measured_section()
 
 
 render()

@@ -1,0 +1,69 @@
+"""What trees did on a 2-core CPU, measured, set beside the H200's verify cost at batch 1.
+
+The file `measured/cpu-eagle-trees-2026-12-05.json` is bench/eagle_trees.py's run of the smollm2-eagle pair at
+T = 1 on the development machine (provenance inside): autoregressive decoding, a chain, fixed trees and EAGLE-2's
+dynamic trees, and the verify cost v(T) measured first. A tree of n nodes verifies n + 1 tokens in one pass, so it
+pays where v(n + 1) stays near 1: the H200's v at batch 1 (specdec_core.h200_run) is flat to 64 tokens, this
+CPU's rises with every token. Every number the page shows of the run is read here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from specdec_core import h200_run
+
+DATA = Path(__file__).resolve().parent / "measured" / "cpu-eagle-trees-2026-12-05.json"
+
+
+@dataclass(frozen=True)
+class TreeRunRow:
+    """One configuration: tokens per target pass and speedup over autoregressive decoding, median (min, max)."""
+
+    config: str
+    tokens_per_pass: float
+    speedup: float
+    speedup_lo: float
+    speedup_hi: float
+
+
+@lru_cache(maxsize=1)
+def load(path: Path = DATA) -> dict:
+    """The committed run, read once per process."""
+    return json.loads(path.read_text())
+
+
+def rows() -> list[TreeRunRow]:
+    """Every configuration but autoregressive decoding, in the file's order."""
+    return [TreeRunRow(r["config"], r["tokens_per_pass"]["median"], r["speedup"]["median"], r["speedup"]["lo"],
+                       r["speedup"]["hi"]) for r in load()["rows"] if r["config"] != "ar"]
+
+
+def best() -> TreeRunRow:
+    """The configuration with the highest median speedup."""
+    return max(rows(), key=lambda r: r.speedup)
+
+
+def cpu_v() -> NDArray[np.float64]:
+    """v(T) for T = 1, 2, ... on the CPU, batch 1 (v(1) = 1)."""
+    return np.asarray(load()["v"], dtype=np.float64)
+
+
+def h200_v_batch1() -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """(T, v(T)) of the same target on one H200 at batch 1, from specdec_core.h200_run."""
+    p = h200_run.verify_points()
+    at_one = p.batch == 1
+    return p.tokens[at_one], p.v[at_one]
+
+
+def provenance_line() -> str:
+    """One line a page prints under the run's numbers."""
+    p = load()["provenance"]
+    return (f"measured on {p['machine']} on {p['date']} (torch {p['torch']}), the project at commit {p['commit']}: "
+            f"{p['command']}; file specdec_core/measured/{DATA.name}")

@@ -1,0 +1,33 @@
+"""The measured tree run (specdec_core.tree_run) and the trees page's note on it: every number from the file."""
+
+from __future__ import annotations
+
+import json
+
+from specdec_core import tree_run
+
+PAGE = "views/trees.py"
+
+
+def test_the_committed_run_reads_back_with_its_provenance() -> None:
+    raw = json.loads(tree_run.DATA.read_text())
+    assert raw["provenance"]["command"].startswith("bench/eagle_trees.py") and raw["provenance"]["commit"]
+    rows = tree_run.rows()
+    assert [r.config for r in rows] == [r["config"] for r in raw["rows"] if r["config"] != "ar"]
+    assert tree_run.best().speedup == max(r["speedup"]["median"] for r in raw["rows"] if r["config"] != "ar")
+    v = tree_run.cpu_v()
+    assert v[0] == 1.0 and v.size == 17 and v[8] > 2.0  # this CPU: nine tokens cost more than two steps
+    tokens, v_gpu = tree_run.h200_v_batch1()
+    assert tokens.max() == 64 and v_gpu.max() < 1.1  # the H200 at batch 1: flat to 64 tokens
+
+
+def test_the_trees_page_says_why_no_tree_pays_here_with_the_files_numbers(app_test) -> None:
+    at = app_test(PAGE, section="tree")
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    v, top = tree_run.cpu_v(), tree_run.best()
+    _, v_gpu = tree_run.h200_v_batch1()
+    assert f"v(2) = {v[1]:.2f}, v(9) = {v[8]:.2f}" in text
+    assert f"the best configuration is {top.config} at {top.speedup:.2f}x: here no tree pays" in text
+    assert f"stays between {v_gpu.min():.2f} and {v_gpu.max():.2f}" in text
+    assert any(tree_run.DATA.name in c.value for c in at.caption)
