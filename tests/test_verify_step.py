@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 import torch
-from test_tree_decode import TreeMarkovLM, _markov_tables
+from doubles import TreeMarkovLM, markov_tables
 
 from gpu_demo.decode import run, speculative
 from gpu_demo.drafters import ModelDrafter
@@ -39,7 +39,7 @@ def test_residual_is_normalised_and_batched() -> None:
 
 def test_a_chain_is_a_one_child_tree() -> None:
     """The chain round and the tree walk over chain(3) take the same steps: the same tokens from the same seed."""
-    t_tab, d_tab = _markov_tables()
+    t_tab, d_tab = markov_tables()
     for seed in range(20):
         a = run(speculative(TreeMarkovLM(t_tab), ModelDrafter(TreeMarkovLM(d_tab)), [0], 12, 3,
                             SamplingConfig(1.0), seed=seed)).tokens
