@@ -50,6 +50,12 @@ def best() -> TreeRunRow:
     return max(rows(), key=lambda r: r.speedup)
 
 
+def dynamic_tokens_per_pass() -> tuple[float, float]:
+    """(least, most) tokens per pass over the dynamic-tree configurations."""
+    tpp = [r.tokens_per_pass for r in rows() if r.config.startswith("dynamic")]
+    return min(tpp), max(tpp)
+
+
 def cpu_v() -> NDArray[np.float64]:
     """v(T) for T = 1, 2, ... on the CPU, batch 1 (v(1) = 1)."""
     return np.asarray(load()["v"], dtype=np.float64)
@@ -60,6 +66,12 @@ def h200_v_batch1() -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     p = h200_run.verify_points()
     at_one = p.batch == 1
     return p.tokens[at_one], p.v[at_one]
+
+
+def h200_span() -> tuple[int, int, float, float]:
+    """(least T, most T, least v, most v) of the H200's batch-1 verify points."""
+    tokens, v = h200_v_batch1()
+    return int(tokens.min()), int(tokens.max()), float(v.min()), float(v.max())
 
 
 def provenance_line() -> str:

@@ -17,15 +17,15 @@ def measured_section() -> None:
                       "speedup (median)": [round(r.speedup, 2) for r in rows],
                       "min-max": [f"{r.speedup_lo:.2f}-{r.speedup_hi:.2f}" for r in rows]}, hide_index=True)
         v = tree_run.cpu_v()
-        tokens, v_gpu = tree_run.h200_v_batch1()
-        dyn = [r for r in rows if r.config.startswith("dynamic")]
+        t_lo, t_hi, v_lo, v_hi = tree_run.h200_span()
+        lo, hi = tree_run.dynamic_tokens_per_pass()
         top = tree_run.best()
         st.markdown(
             f"On this CPU verifying costs more with every token: v(2) = {v[1]:.2f}, v(9) = {v[8]:.2f}, "
             f"v({v.size}) = {v[-1]:.2f}. EAGLE-2's dynamic tree, sized from that v, keeps only "
-            f"{min(r.tokens_per_pass for r in dyn):.2f}-{max(r.tokens_per_pass for r in dyn):.2f} tokens per pass, "
+            f"{lo:.2f}-{hi:.2f} tokens per pass, "
             f"and the best configuration is {top.config} at {top.speedup:.2f}x: here no tree pays, and the live "
             f"page's chain stays the default. On one H200 at batch 1 the same target's v stays between "
-            f"{v_gpu.min():.2f} and {v_gpu.max():.2f} from T = {tokens.min()} to {tokens.max()} tokens, so a tree of "
+            f"{v_lo:.2f} and {v_hi:.2f} from T = {t_lo} to {t_hi} tokens, so a tree of "
             "dozens of nodes costs what a chain does: the case EAGLE-2 is built for.")
         st.caption(tree_run.provenance_line())
