@@ -206,7 +206,7 @@ def llamacpp_completion(drafted: int | None, accepted: int | None, indent: int |
 
 def test_a_llamacpp_completion_is_detected_and_read_as_tokens_only():
     """48 drafted, 36 accepted: rate 0.75; no count of drafts, so E[N] is not claimed (NaN in the core, no alpha_j).
-    parse(), vLLM's reader, refuses the same text: this is what the paste box used to call."""
+    parse(), vLLM's reader alone, refuses the same text (the negative control: reading vLLM only fails here)."""
     text = llamacpp_completion(48, 36)
     with pytest.raises(ValueError, match="Neither"):
         vllm_metrics.parse(text)

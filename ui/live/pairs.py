@@ -72,8 +72,8 @@ def shared_pair(name: str, device: str, assets: str | None) -> SharedPair:
     options = {"assets": Path(assets)} if (assets and name == "builtin") else {}
     pair = pairs.load_pair(name, device, **options)
     load_s = time.perf_counter() - t0
-    with decode_threads(device):  # as the runs decode: on a busy CPU, two OpenMP threads took SmolLM2's warm-up
-        pairs.warm_up(pair)  # from 6 s to 100 s; warm-up keeps the first run's c and v free of cold-start costs
+    with decode_threads(device):  # as the runs decode: extra OpenMP threads on a busy CPU slow the warm-up badly
+        pairs.warm_up(pair)  # warm-up keeps the first run's c and v free of cold-start costs
     return SharedPair(name, device, pair, None, load_s, device_queue(device))
 
 
