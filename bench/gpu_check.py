@@ -10,8 +10,10 @@ Stages, each skipped (and said so in the JSON) when the time left is too short f
 2. per pair (builtin and every SmolLM2 pair): autoregressive and speculative tokens/s at T = 0 and T = 1 with the
    measured alpha, c, v and the predicted speedup (gpu_demo.measure.bench.measure: the events, nothing timed twice);
 3. v(T) = t(B x T tokens) / t(B x 1) of the SmolLM2 target for T in --tokens and B in --batches (measure_v);
-4. graphs off and on (gpu_demo.models.graphs): the SmolLM2 target's step at T = 1 and 4, plain and speculative
-   greedy tokens/s, the capture time, and whether greedy speculative text still equals greedy text;
+4. graphs off and on (gpu_demo.models.graphs) for every SmolLM2 pair, the target's and the draft's steps (a model
+   draft or the EAGLE head): the target's step at T = 1 and 4, plain and speculative tokens/s at T = 0 and 1,
+   the capture time, and whether greedy speculative text still equals greedy text; --compile adds a third mode
+   through torch.compile, with its compile time;
 the JSON is rewritten after every stage, so a run stopped at its limit still leaves what it measured. Stdout is one
 short line per stage (stage_line), so a device's output tail always holds the figures; a failing test's names and
 trace go in the JSON (cuda_tests: failed, output_tail), never to stdout.
@@ -110,16 +112,26 @@ def stage_line(name: str, result: dict) -> str:
         text = " | ".join(f"{t}: plain {r['ar_tok_s']:.0f} tok/s, best {r['best_measured_speedup']:.2f}x at gamma "
                           f"{r['best_gamma']}" for t, r in result.items() if t in ("T=0", "T=1"))
     elif name == "graphs":
-        text = " | ".join(f"{k}: step {r['step_ms'][0]:.2f}/{r['step_ms'][1]:.2f} ms, {r['ar_tok_s']:.0f}/"
-                          f"{r['spec_tok_s']:.0f} tok/s, greedy equal {r['greedy_equal']}"
-                          for k, r in result.items() if k in ("eager", "static")) + \
-            f" | capture {result.get('capture_s', 0):.1f} s"
+        text = graphs_line(result)
     elif name == "verify_cost":
         text = " | ".join(f"T={t}: v " + ", ".join(f"{r['v']:.2f}@B{r['batch']}" for r in rows[:4])
                           for t, rows in list(result.get("v", {}).items())[:3])
     else:
         text = json.dumps(result, default=str)
     return f"{name}: {text}"[:200]
+
+
+def graphs_line(result: dict) -> str:
+    """Per pair, eager -> graphed: step ms at T = 1, plain and T = 1 speculative tokens/s, greedy equality."""
+    parts = []
+    for name, r in result.items():
+        if not isinstance(r, dict) or "eager" not in r:
+            continue
+        e, s = r["eager"], r["static"]
+        parts.append(f"{name.removeprefix('smollm2-')}: {e['step_ms'][0]:.1f}->{s['step_ms'][0]:.1f} ms, "
+                     f"ar {e['ar_tok_s']:.0f}->{s['ar_tok_s']:.0f}, spec {e['T=1']['spec_tok_s']:.0f}->"
+                     f"{s['T=1']['spec_tok_s']:.0f}, eq {e['greedy_equal'] and s['greedy_equal']}")
+    return " | ".join(parts)
 
 
 def pair_rows(name: str, device: torch.device, quick: bool) -> dict:
@@ -182,33 +194,62 @@ def _step_ms(target: torch.nn.Module, ids: list[int], t: int, repeats: int) -> f
     return statistics.median(times)
 
 
-def graphs_stage(device: torch.device, quick: bool) -> dict:
-    """The SmolLM2 pair eager, then on fixed-shape steps (CUDA graphs on a GPU; on a CPU the same buffers run
-    eagerly at float32): step ms at T = 1 and 4, greedy tokens/s plain and speculative (gamma 3), greedy equality."""
-    ok, why = availability("smollm2-lookup", device)
-    if not ok:
-        return {"skipped": why}
-    pair = load_pair("smollm2-lookup", device)
-    target, capture = pair.target, device.type == "cuda"
-    if not capture:
-        target.quantize_for_cpu("float32")  # int8's one-graph step would answer every decode step itself
-    ids = pair.tokenizer.encode(pair.tokenizer.user_turn("Explain what a hash map is in three sentences."))
-    n, reps, greedy = (8, 2, SamplingConfig(0.0)) if quick else (96, 20, SamplingConfig(0.0))
-    out: dict = {"capture": capture}
-    for label in ("eager", "static"):
-        steps = use_static_steps(target, capture) if label == "static" else None
-        step = [_step_ms(target, ids, t, reps) for t in (1, 4)]
+GRAPH_PAIRS = ("smollm2-lookup", "smollm2-draft", "smollm2-eagle")
+
+
+def _draft_model(pair) -> torch.nn.Module | None:
+    """The drafter's network that has a fixed-shape step (a model draft or the EAGLE head), if any."""
+    m = getattr(pair.drafter, "model", None) or getattr(pair.drafter, "head", None)
+    return m if hasattr(m, "step_at") else None
+
+
+def _graph_rows(pair, ids: list[int], n: int, reps: int, device: torch.device) -> dict:
+    """Step ms of the target at T = 1 and 4; plain greedy tokens/s; speculative tokens/s and tokens per round at
+    T = 0 and T = 1 (gamma 3, seeded); whether greedy speculative text equals greedy text."""
+    target = pair.target
+    step = [_step_ms(target, ids, t, reps) for t in (1, 4)]
+    t0 = _synced(device)
+    ar = run(autoregressive(target, ids, n, SamplingConfig(0.0), topk=0))
+    row = {"step_ms": step, "ar_tok_s": n / (_synced(device) - t0), "tokens": ar.tokens}
+    for label, temp in (("T=0", 0.0), ("T=1", 1.0)):
         t0 = _synced(device)
-        ar = run(autoregressive(target, ids, n, greedy, topk=0))
-        t1 = _synced(device)
-        sp = run(speculative(target, pair.drafter, ids, n, gamma=3, sampling=greedy, topk=0))
-        t2 = _synced(device)
-        out[label] = {"step_ms": step, "ar_tok_s": n / (t1 - t0), "spec_tok_s": n / (t2 - t1),
-                      "greedy_equal": sp.tokens == ar.tokens, "tokens": ar.tokens}
-        if steps is not None:
-            out["capture_s"], out["shapes"] = steps.capture_s, sorted(map(list, steps.shapes))
-    target.static_steps = None
-    out["same_text_as_eager"] = out["static"]["tokens"] == out["eager"]["tokens"]
+        sp = run(speculative(target, pair.drafter, ids, n, gamma=3, sampling=SamplingConfig(temp), topk=0, seed=0))
+        row[label] = {"spec_tok_s": n / (_synced(device) - t0), "tokens_per_round": n / max(len(sp.events), 1)}
+        if temp == 0.0:
+            row["greedy_equal"] = sp.tokens == ar.tokens
+    return row
+
+
+def graphs_stage(device: torch.device, quick: bool, pairs: tuple[str, ...] = GRAPH_PAIRS,
+                 compiled: bool = False) -> dict:
+    """Each SmolLM2 pair eager, then with the target's and the draft's steps on fixed-shape buffers (CUDA graphs on
+    a GPU; on a CPU the same buffers run eagerly at float32), then (compiled) through torch.compile as well."""
+    capture, out = device.type == "cuda", {"capture": device.type == "cuda", "compiled": compiled}
+    n, reps = (8, 2) if quick else (96, 20)
+    modes = ("eager", "static") + (("compiled",) if compiled else ())
+    for name in pairs:
+        ok, why = availability(name, device)
+        if not ok:
+            out[name] = {"skipped": why}
+            continue
+        pair = load_pair(name, device)
+        if not capture:
+            pair.target.quantize_for_cpu("float32")  # int8's one-graph step would answer every decode step itself
+        ids = pair.tokenizer.encode(pair.tokenizer.user_turn("Explain what a hash map is in three sentences."))
+        models = [m for m in (pair.target, _draft_model(pair)) if m is not None]
+        res: dict = {}
+        for mode in modes:
+            steps = [use_static_steps(m, capture, compiled=mode == "compiled") for m in models] \
+                if mode != "eager" else []
+            res[mode] = _graph_rows(pair, ids, n, reps, device)
+            if steps:
+                res[mode]["capture_s"] = sum(st.capture_s for st in steps)
+                res[mode]["compile_s"] = sum(st.compile_s for st in steps)
+                res[mode]["shapes"] = sorted(map(list, steps[0].shapes))
+            for m in models:
+                m.static_steps = None
+        res["same_text_as_eager"] = all(res[m]["tokens"] == res["eager"]["tokens"] for m in modes)
+        out[name] = res
     return out
 
 
@@ -222,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", type=parse_ints, default=None, help="verify tokens T (default 1..64)")
     ap.add_argument("--batches", type=parse_ints, default=None, help="batch sizes (default 1..256)")
     ap.add_argument("--tests", default=",".join(CUDA_TESTS), help="test files for stage 1 (empty: none)")
+    ap.add_argument("--graph-pairs", default=",".join(GRAPH_PAIRS), help="pairs of the graphs stage")
+    ap.add_argument("--compile", action="store_true", help="graphs stage: a third mode through torch.compile")
     try:
         args = ap.parse_args(argv)  # a device that is not here: one line, exit 2 (returned, for the tests' main())
     except SystemExit as exc:
@@ -246,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     stages = [("cuda_tests", lambda: cuda_tests(files, min(150.0, clock.left() - 30)))] if files else []
     stages += [(f"pair:{n}", lambda n=n: pair_rows(n, device, args.quick)) for n in args.pairs.split(",") if n]
     stages += [("verify_cost", lambda: verify_cost(device, tokens, batches, args.quick))]
-    stages += [("graphs", lambda: graphs_stage(device, args.quick))]
+    graph_pairs = tuple(n for n in args.graph_pairs.split(",") if n)
+    stages += [("graphs", lambda: graphs_stage(device, args.quick, graph_pairs, args.compile))]
     for name, stage in stages:
         if clock.left() < 20:
             report["stages"][name] = {"skipped": "the run's time limit was reached"}

@@ -23,7 +23,7 @@ from gpu_demo.device import default_device, resolve_device  # noqa: F401 (re-exp
 from gpu_demo.drafters import Drafter, ModelDrafter
 from gpu_demo.models.base import DecoderLM, Tokenizer
 from gpu_demo.models.char import CharTokenizer, load_char_model
-from gpu_demo.models.graphs import graph_models, graphs_wanted
+from gpu_demo.models.graphs import compile_wanted, graph_models, graphs_wanted
 from gpu_demo.models.weights import DamagedFile
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -165,8 +165,10 @@ def load_pair(name: str, device: str | torch.device | None = None, **options: ob
     if not ok:
         raise ValueError(f"pair {name!r} is {reason}")
     pair = resolve_loader(PAIRS[name].loader)(resolve_device(device), **options)
-    if graphs_wanted(pair.device):  # CUDA graphs for the target's and a model draft's steps ($SPECDEC_CUDA_GRAPHS)
-        pair.info["cuda_graphs"] = ", ".join(graph_models(pair.target, getattr(pair.drafter, "model", None)))
+    if graphs_wanted(pair.device):  # CUDA graphs for the target's and the draft's steps ($SPECDEC_CUDA_GRAPHS)
+        draft = getattr(pair.drafter, "model", None) or getattr(pair.drafter, "head", None)  # a model or a head
+        pair.info["cuda_graphs"] = ", ".join(graph_models(pair.target, draft, compiled=compile_wanted()))
+        pair.info["torch_compile"] = compile_wanted()
     return pair
 
 

@@ -30,7 +30,8 @@ gpu_transfer = _bench("gpu_transfer")
 def test_gpu_check_quick_on_cpu_writes_every_stage(tmp_path: Path) -> None:
     pytest.importorskip("gguf")
     rc = gpu_check.main(["--out", str(tmp_path), "--device", "cpu", "--quick", "--limit-s", "3000",
-                         "--pairs", "builtin,smollm2-lookup", "--tests", "tests/test_device_turn.py"])
+                         "--pairs", "builtin,smollm2-lookup", "--tests", "tests/test_device_turn.py",
+                         "--graph-pairs", "smollm2-lookup,smollm2-eagle"])
     assert rc == 0
     rep = json.loads((tmp_path / gpu_check.REPORT).read_text())
     st = rep["stages"]
@@ -43,9 +44,13 @@ def test_gpu_check_quick_on_cpu_writes_every_stage(tmp_path: Path) -> None:
     v = st["verify_cost"]["v"]
     assert set(v) == {"2", "4"} and [r["batch"] for r in v["2"]] == [1, 2] and all(r["v"] > 0 for r in v["4"])
     g = st["graphs"]
-    assert g["capture"] is False and g["eager"]["greedy_equal"] and g["static"]["greedy_equal"]
-    assert g["same_text_as_eager"] and all(x > 0 for x in g["eager"]["step_ms"] + g["static"]["step_ms"])
-    assert [1, 1] in g["shapes"] and [1, 4] in g["shapes"]  # the decode and the gamma 3 verify shapes were used
+    assert g["capture"] is False and set(g) >= {"smollm2-lookup", "smollm2-eagle"}
+    for name in ("smollm2-lookup", "smollm2-eagle"):
+        e, s = g[name]["eager"], g[name]["static"]
+        assert e["greedy_equal"] and s["greedy_equal"] and g[name]["same_text_as_eager"]
+        assert all(x > 0 for x in e["step_ms"] + s["step_ms"]) and s["T=1"]["spec_tok_s"] > 0
+        assert [1, 1] in s["shapes"] and [1, 4] in s["shapes"]  # the decode and the gamma 3 verify shapes were used
+    assert "lookup:" in gpu_check.graphs_line(g) and "eagle:" in gpu_check.graphs_line(g)
     assert rep["environment"]["torch"] and rep["date"]
 
 

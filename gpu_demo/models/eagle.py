@@ -102,6 +102,7 @@ class EagleHead(CachedDecoder, nn.Module):
         self._cos = self._sin = None
         self._packed_out: tuple[PackedLinear, ...] = ()  # E_S packed (pack_for_cpu)
         self._kernel: str | None = None  # the packed path in words (pack_for_cpu sets it)
+        self.static_steps = None  # fixed-shape steps, CUDA graphs on a GPU (gpu_demo.models.graphs.use_static_steps)
 
     # ------------------------------------------------------------------ target parts --
     def attach(self, target: Llama) -> EagleHead:
@@ -189,6 +190,10 @@ class EagleHead(CachedDecoder, nn.Module):
 
         A token tree passes positions (T,) (for RoPE) and tree_mask (T, S) (base.tree_bias_at_offset), as Llama does.
         """
+        if self.static_steps is not None and not torch.is_grad_enabled():
+            out = self.static_steps((feats, toks), positions, tree_mask)
+            if out is not None:  # None: no fixed shape fits: the eager step
+                return out[0]
         B, T = toks.shape
         start = self.cache.reserve(B, T, self.device, self.dtype)
         cos, sin = self._rope(start, T)  # (T, hd/2)
@@ -202,6 +207,22 @@ class EagleHead(CachedDecoder, nn.Module):
         h = self.block(u, self.cache.k[0], self.cache.v[0], start, cos, sin, mask)  # (B, T, C)
         self.cache.advance(T)
         return self.feature(h)
+
+    def forward_at(self, feats: torch.Tensor, toks: torch.Tensor, slots: torch.Tensor, rope_pos: torch.Tensor,
+                   bias: torch.Tensor | None, kv_len: int | None = None) -> torch.Tensor:
+        """forward with every position a device tensor (Llama.forward_at): features (B, T, C) and ids (B, T) ->
+        g (B, T, C); k, v go to cache slots (T,), rotated by rope_pos (T,); attention reads the first kv_len keys,
+        or the whole cache (None) under bias. The cache's length is not moved."""
+        self._rope(0, 1)  # the tables, built once per device
+        cos, sin = self._cos.index_select(0, rope_pos), self._sin.index_select(0, rope_pos)  # (T, hd/2)
+        u = self.slot_inputs(feats, toks)  # (B, T, C)
+        h = self.block.forward_at(u, self.cache.k[0], self.cache.v[0], slots, cos, sin, bias, kv_len)  # (B, T, C)
+        return self.feature(h)
+
+    def step_at(self, feats: torch.Tensor, toks: torch.Tensor, slots: torch.Tensor, rope_pos: torch.Tensor,
+                bias: torch.Tensor) -> tuple[torch.Tensor]:
+        """A fixed-shape step over the whole cache (gpu_demo.models.graphs): (g (B, T, C),)."""
+        return (self.forward_at(feats, toks, slots, rope_pos, bias),)
 
     def num_trainable(self) -> int:
         """Parameters committed in the asset (fc and the block)."""

@@ -372,8 +372,9 @@ class Llama(CachedDecoder, nn.Module):
             if positions is None:
                 return self._as_steps(idx)
         if self.static_steps is not None and not torch.is_grad_enabled():
-            logits = self.static_steps(idx, positions, tree_mask)
-            if logits is not None:  # None: no fixed shape fits (a long prompt, the cache's end): the eager step
+            out = self.static_steps((idx,), positions, tree_mask)
+            if out is not None:  # None: no fixed shape fits (a long prompt, the cache's end): the eager step
+                logits, self.last_hidden = out
                 return logits
         start = self.cache.reserve(B, T, self.device, self.dtype)
         cos, sin = self._rope(start, T)  # (T, hd/2)
@@ -412,6 +413,13 @@ class Llama(CachedDecoder, nn.Module):
             x = layer.forward_at(x, ck, cv, slots, cos, sin, bias, kv_len)
         self.last_hidden = x
         return self.head(x)
+
+    def step_at(self, idx: torch.Tensor, slots: torch.Tensor, rope_pos: torch.Tensor,
+                bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A fixed-shape step over the whole cache (gpu_demo.models.graphs): idx (B, T) -> logits (B, T, V) and the
+        pre-norm hidden states (B, T, C)."""
+        logits = self.forward_at(idx, slots, rope_pos, bias)
+        return logits, self.last_hidden
 
     def trunk(self, x: torch.Tensor, taps: dict[int, torch.Tensor] | None = None) -> torch.Tensor:
         """Cache-free causal stack over embeddings x (B, T, C) at positions 0..T-1 -> hidden (B, T, C), pre-norm.
