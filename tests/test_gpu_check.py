@@ -1,10 +1,13 @@
 """The prepared GPU script runs here first (--device cpu --quick), so the GPU run is its second run; and the
-transfer tool splits a file into parts and joins it back only when every checksum matches."""
+transfer tool splits a file into parts, joins it back only when every checksum matches, and plans the device calls
+so each fits the trip limit."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -98,3 +101,37 @@ def test_a_failing_test_stays_in_the_json_and_stdout_stays_one_short_line(tmp_pa
     assert "assert 1 == 2" in res["output_tail"] and len(res["output_tail"]) <= gpu_check.TAIL_CHARS
     line = gpu_check.stage_line("cuda_tests", res)
     assert len(line) <= 200 and "failed" in line and "\n" not in line
+
+
+def test_the_plan_cuts_every_call_under_the_trip_limit_and_the_last_call_joins_and_runs(tmp_path: Path) -> None:
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    big, small = tmp_path / "big.whl", tmp_path / "small.whl"
+    big.write_bytes(bytes(range(256)) * (10 * 1024))  # 2.5 MiB
+    small.write_bytes(b"s" * 100_000)
+    mib = gpu_transfer.MIB
+    tree = gpu_transfer.TRIP_BYTES - gpu_transfer.MARGIN_BYTES - mib  # 1 MiB of room a call
+    rep = gpu_transfer.plan([big, small], here, "python3 -c pass", tree=tree)
+    calls = rep["calls"]
+    assert len(calls) == 3 and all(c["bytes"] <= mib and len(c["carry"]) <= 8 for c in calls)
+    carried = [p for c in calls for p in c["carry"] if not p.endswith(gpu_transfer.MANIFEST)]
+    assert len(carried) == len(set(carried)) == 4 and carried[-1].endswith("small.whl")  # 3 parts, then the small file
+    assert all(c["command"].endswith("receive") for c in calls[:-1]) and "remote --then" in calls[-1]["command"]
+    # there: every call's carried paths arrive in turn; before the last, one part is still missing
+    shutil.copytree(here, there)
+    part = there / calls[-1]["carry"][1]
+    part.unlink()
+    assert gpu_transfer.receive(there) == "received 2 of 3 parts"
+    shutil.copy(here / calls[-1]["carry"][1], part)
+    out = tmp_path / "ran.txt"
+    code = f"import pathlib; pathlib.Path({str(out)!r}).write_text('ok')"
+    assert gpu_transfer.remote(there, f"{sys.executable} -c {shlex.quote(code)}", install=False) == 0
+    assert out.read_text() == "ok"
+    assert (there / ".xfer" / "joined" / "big.whl").read_bytes() == big.read_bytes()
+    with pytest.raises(ValueError, match="no room"):
+        gpu_transfer.plan([big], here, "true", tree=gpu_transfer.TRIP_BYTES)
+
+
+def test_the_working_tree_fits_one_device_trip_with_room_for_a_part() -> None:
+    """Every device call sends the whole tree: past about 60 MiB, no part of the SmolLM2 wheel could travel."""
+    assert 0 < gpu_transfer.tree_bytes(ROOT) < gpu_transfer.TRIP_BYTES - 4 * gpu_transfer.MIB
