@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpu_demo.flags import CliParser, add_device, add_json, add_threads, int_in, parse, path_text
-from gpu_demo.models.eagle import EagleConfig, EagleHead, save_head
+from gpu_demo.models.eagle import EagleConfig, EagleHead, load_head, save_head
 from gpu_demo.reports import RefusedPath, check_out_dir, write_report
 from gpu_demo.training.eagle import EagleTrainConfig, choose_out_ids, fit, init_head, reply_mass
 from gpu_demo.training.eagle_scale import alpha_both_rules, features_for
@@ -57,6 +57,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--eval-unroll", type=int_in(1, 8), default=4)
     ap.add_argument("--ce-weight", type=float, default=0.1)
     ap.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
+    ap.add_argument("--lr", type=float, default=EagleTrainConfig.lr, help="peak learning rate (cosine to a tenth)")
+    ap.add_argument("--init-head", type=path_text, default=None,
+                    help="folder holding smollm2_eagle.{json,safetensors}: every size starts from that head (its "
+                         "subset S kept) instead of a fresh one, and the JSON gives its held-out alpha before")
     ap.add_argument("--save-head", type=path_text, default=None,
                     help="folder for the largest size's head (the shipped assets only with --force)")
     add_device(ap, default="cpu")
@@ -87,31 +91,42 @@ def main(argv: list[str] | None = None) -> None:
     val = features_for(target, [(r[0], r[1]) for r in rows if r[3] in args.val_shards])
     by_rule = {rule: [r for r in rows if r[2] == rule and r[3] in train_ids] for rule in ("t1", "greedy")}
     cfg0 = EagleTrainConfig(steps=args.steps, batch=args.batch, unroll=args.unroll, ce_weight=args.ce_weight,
-                            eval_every=max(1, args.steps))
+                            lr=args.lr, eval_every=max(1, args.steps))
+    eval_cfg = replace(cfg0, unroll=args.eval_unroll)
+    before = None
+    if args.init_head is not None:
+        before = alpha_both_rules(load_head(ref, Path(args.init_head)), ref.tok_embeddings.weight, val, eval_cfg,
+                                  device)
+        print(json.dumps({"init_head": args.init_head, **before}), flush=True)
     curve = []
     for n in sizes:
         keep = set(train_ids[:n])
         train_rows = [r for rs in by_rule.values() for r in rs if r[3] in keep]
         train_set = features_for(target, [(r[0], r[1]) for r in train_rows])
         n_tok = sum(s.ids.numel() - s.prompt_len for s in train_set)
-        head = EagleHead(EagleConfig.for_target(ref.cfg, cfg0.hidden_dim, cfg0.n_out),
-                         max_len=target.cfg.max_seq_len)
-        init_head(head, cfg0.seed)
-        head.out_ids.copy_(choose_out_ids(reply_mass(train_set, ref.tok_embeddings.weight.cpu()),
-                                          cfg0.n_out, [smol.eos_token_id]))
-        head.to(device).attach(ref)
+        if args.init_head is not None:  # warm start: the head's weights and S, trainable again
+            head = load_head(ref, Path(args.init_head), max_len=target.cfg.max_seq_len).train().requires_grad_(True)
+        else:
+            head = EagleHead(EagleConfig.for_target(ref.cfg, cfg0.hidden_dim, cfg0.n_out),
+                             max_len=target.cfg.max_seq_len)
+            init_head(head, cfg0.seed)
+            head.out_ids.copy_(choose_out_ids(reply_mass(train_set, ref.tok_embeddings.weight.cpu()),
+                                              cfg0.n_out, [smol.eos_token_id]))
+            head.to(device).attach(ref)
         t_fit = time.perf_counter()
         fit(head, train_set, val, cfg0, log=lambda m: None, prepare=lambda bt: {k: v.to(device) for k, v in bt.items()})
-        ev = alpha_both_rules(head, ref.tok_embeddings.weight, val, replace(cfg0, unroll=args.eval_unroll), device)
+        ev = alpha_both_rules(head, ref.tok_embeddings.weight, val, eval_cfg, device)
         curve.append({"train_shards_per_rule": n, "reply_tokens": n_tok, "fit_seconds": round(time.perf_counter()
                                                                                             - t_fit, 1), **ev})
         print(json.dumps(curve[-1]), flush=True)
         if args.save_head is not None and n == sizes[-1]:
-            save_head(head, {"train_config": asdict(cfg0), "held_out": ev, "reply_tokens_train": n_tok,
+            save_head(head, {"train_config": asdict(cfg0), "held_out": ev, "held_out_before": before,
+                             "init_head": args.init_head, "reply_tokens_train": n_tok,
                              "data": "bench/eagle_scaling.py token shards, both rules"}, args.save_head)
     report = {"command": "python " + " ".join(sys.argv), "device": device, "dtype": args.dtype,
               "threads": torch.get_num_threads(), "val_shards": args.val_shards, "val_slots": curve[0]["slots"],
-              "train_config": asdict(cfg0), "curve": curve, "seconds": round(time.perf_counter() - t0, 1)}
+              "train_config": asdict(cfg0), "init_head": args.init_head, "held_out_before": before, "curve": curve,
+              "seconds": round(time.perf_counter() - t0, 1)}
     print(f"{'tokens':>9} " + " ".join(f"T1 a{s + 1}" for s in range(args.eval_unroll)) + " "
           + " ".join(f"T0 a{s + 1}" for s in range(args.eval_unroll)))
     for c in curve:
