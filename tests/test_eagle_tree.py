@@ -25,6 +25,7 @@ from eagle_support import exact_joint, tiny_head, tiny_target, trained_head
 from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.models.eagle import EagleDrafter
 from gpu_demo.models.eagle_tree import EagleTreeDrafter
+from gpu_demo.models.graphs import use_static_steps
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.tree_decode import tree_drafter_for, tree_speculative
 from gpu_demo.tree_draft import TreeDraft
@@ -142,9 +143,17 @@ def law_pair():
     return target, tiny_head(target, 4)  # a random head: q far from p, and q = 0 on two of the six ids
 
 
-def test_sampled_tree_law_matches_the_target(law_pair) -> None:
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "fixed-shape-steps"])
+def test_sampled_tree_law_matches_the_target(law_pair, static: bool) -> None:
+    """Also with the target's and the head's steps on the fixed-shape buffers a CUDA graph replays (padded
+    buckets, whole-cache attention): the emitted law is still the target's."""
     target, head = law_pair
-    counts = sample_joint(target, EagleTreeDrafter(EagleDrafter(target, head)), branching_tree([3, 2]))
+    for m in (target, head) if static else ():
+        use_static_steps(m, capture=False)
+    try:
+        counts = sample_joint(target, EagleTreeDrafter(EagleDrafter(target, head)), branching_tree([3, 2]))
+    finally:
+        target.static_steps = head.static_steps = None
     stat, dof, pval = chi_square_gof(counts, exact_joint(target, PROMPT, V))
     assert dof > 20
     assert pval > P_REJECT, f"chi2={stat:.1f} dof={dof} p={pval:.2e}"
