@@ -93,11 +93,12 @@ def main(argv: list[str] | None = None) -> None:
     cfg0 = EagleTrainConfig(steps=args.steps, batch=args.batch, unroll=args.unroll, ce_weight=args.ce_weight,
                             lr=args.lr, eval_every=max(1, args.steps))
     eval_cfg = replace(cfg0, unroll=args.eval_unroll)
+    init_from = None if args.init_head is None else str(args.init_head)
     before = None
     if args.init_head is not None:
         before = alpha_both_rules(load_head(ref, Path(args.init_head)), ref.tok_embeddings.weight, val, eval_cfg,
                                   device)
-        print(json.dumps({"init_head": args.init_head, **before}), flush=True)
+        print(json.dumps({"init_head": init_from, **before}), flush=True)
     curve = []
     for n in sizes:
         keep = set(train_ids[:n])
@@ -121,11 +122,11 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(curve[-1]), flush=True)
         if args.save_head is not None and n == sizes[-1]:
             save_head(head, {"train_config": asdict(cfg0), "held_out": ev, "held_out_before": before,
-                             "init_head": args.init_head, "reply_tokens_train": n_tok,
+                             "init_head": init_from, "reply_tokens_train": n_tok,
                              "data": "bench/eagle_scaling.py token shards, both rules"}, args.save_head)
     report = {"command": "python " + " ".join(sys.argv), "device": device, "dtype": args.dtype,
               "threads": torch.get_num_threads(), "val_shards": args.val_shards, "val_slots": curve[0]["slots"],
-              "train_config": asdict(cfg0), "init_head": args.init_head, "held_out_before": before, "curve": curve,
+              "train_config": asdict(cfg0), "init_head": init_from, "held_out_before": before, "curve": curve,
               "seconds": round(time.perf_counter() - t0, 1)}
     print(f"{'tokens':>9} " + " ".join(f"T1 a{s + 1}" for s in range(args.eval_unroll)) + " "
           + " ".join(f"T0 a{s + 1}" for s in range(args.eval_unroll)))
