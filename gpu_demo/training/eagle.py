@@ -13,7 +13,9 @@
    test" of EAGLE-3), so training sees what drafting step s sees.
 4. Held-out alpha at T = 1 per draft position: mean over reply positions of sum_{x in S} min(p(x), q(x)).
 
-`python -m gpu_demo train --which smollm2-eagle` rebuilds assets/smollm2_eagle.{safetensors,json,log}.
+`python -m gpu_demo train --which smollm2-eagle` rebuilds the base head (assets/smollm2_eagle.{safetensors,json,log});
+the shipped head is that base warm-started on bench/selfdistill_cpu by bench/eagle_scaling.py --init-head, whose
+command and held-out alpha the committed log's last section gives.
 """
 
 from __future__ import annotations
