@@ -161,6 +161,24 @@ def test_q_is_zero_outside_the_subset_and_sums_to_one() -> None:
             assert torch.all(~outside[d.tokens])  # only ids of S are ever proposed
 
 
+@pytest.mark.parametrize("sampling", [GREEDY, T1, SamplingConfig(0.7, top_k=3), SamplingConfig(1.3, top_p=0.8),
+                                      SamplingConfig(1.0, top_k=16)], ids=["greedy", "T=1", "top-k", "top-p", "k>|S|"])
+def test_drawing_over_the_subset_gives_the_full_vocabulary_law(sampling: SamplingConfig) -> None:
+    """head.draw processes S's logits only; its q must be next_token's law over all V logits (-inf outside S)."""
+    from gpu_demo.sampler import next_token
+
+    target = tiny_target(16)
+    head = tiny_head(target, 10)
+    gen = torch.Generator().manual_seed(3)
+    for g in torch.randn(20, target.cfg.dim, generator=gen):
+        x, q = head.draw(g, sampling, gen)
+        _, want = next_token(head.logits(g), sampling, gen)
+        torch.testing.assert_close(q, want, atol=1e-6, rtol=1e-5)
+        assert q[x] > 0 and bool((head.out_ids == x).any())
+        if sampling.greedy:
+            assert int(x) == int(head.logits(g).argmax())
+
+
 def test_save_and_load_round_trip(tmp_path) -> None:
     target = tiny_target(16)
     head = tiny_head(target, 12)

@@ -32,7 +32,8 @@ from torch import nn
 from gpu_demo.drafters import Draft, Drafter
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
 from gpu_demo.models.llama import Block, Llama, LlamaConfig, rope_tables
-from gpu_demo.models.packed import PackedLinear, draft_packing, pack_linears, packed_linear, packing_available
+from gpu_demo.models.packed import PackedLinear, draft_packing, pack_linears, packing_available
+from gpu_demo.models.quant import QuantLinear, quantize_linears
 from gpu_demo.sampler import SamplingConfig, next_token
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -100,7 +101,7 @@ class EagleHead(CachedDecoder, nn.Module):
         self._e_out: torch.Tensor | None = None  # (n_out, C)
         self._norm: tuple[nn.Module, ...] = ()  # (the target's final RMSNorm,): a tuple, so not a submodule
         self._cos = self._sin = None
-        self._packed_out: tuple[PackedLinear, ...] = ()  # E_S packed (pack_for_cpu)
+        self._packed_out: tuple[PackedLinear | QuantLinear, ...] = ()  # E_S's inference copy (pack_for_cpu)
         self._kernel: str | None = None  # the packed path in words (pack_for_cpu sets it)
         self.static_steps = None  # fixed-shape steps, CUDA graphs on a GPU (gpu_demo.models.graphs.use_static_steps)
 
@@ -122,21 +123,26 @@ class EagleHead(CachedDecoder, nn.Module):
         self._e_out = self._emb[self.out_ids.to(self._emb.device)].contiguous()
         if self._packed_out:
             old = self._packed_out[0]
-            self._packed_out = (PackedLinear(self._e_out, old.min_rows, old.packed.dtype),)
+            self._packed_out = (QuantLinear(old.fmt, self._e_out) if isinstance(old, QuantLinear)
+                                else PackedLinear(self._e_out, old.min_rows, old.packed.dtype),)
 
     def pack_for_cpu(self) -> int:
-        """Draft inference from packed copies of fc, the block's maps and E_S (gpu_demo.models.packed).
+        """Draft inference from copies of fc, the block's maps and E_S in the kernel draft_packing picks here.
 
         The target's pass evicts the draft's weights from the caches every round, so a draft step streams them
-        from memory: half the bytes is most of the draft's cost c, so the copies are bf16 where this CPU runs
-        bf16; elsewhere float32 copies serve 4+ rows (token trees) and one-row steps keep the BLAS (draft_packing);
-        `kernel` says which. q is whatever this head computes (the
-        exact rule needs nothing more); training and the committed weights stay float32. Returns the maps packed.
+        from memory: half the bytes is most of the draft's cost c, so the copies are fp16 (fbgemm, float32 sums)
+        where it runs, else bf16 (oneDNN); elsewhere float32 copies serve 4+ rows (token trees) and one-row steps
+        keep the BLAS; `kernel` says which. q is whatever this head computes (the exact rule needs nothing more);
+        training and the committed weights stay float32. Returns the maps given a copy.
         """
         if self.device.type != "cpu" or self.dtype != torch.float32 or not packing_available() or self._e_out is None:
             return 0
-        dtype, min_rows, self._kernel = draft_packing()
-        self._packed_out = (PackedLinear(self._e_out, min_rows, dtype),)  # a tuple: not in the state dict
+        kind, min_rows, self._kernel = draft_packing()
+        if kind == "fp16":
+            self._packed_out = (QuantLinear("fp16", self._e_out),)  # a tuple: not in the state dict
+            return quantize_linears(self, "fp16") + 1
+        dtype = torch.bfloat16 if kind == "bf16" else torch.float32
+        self._packed_out = (PackedLinear(self._e_out, min_rows, dtype),)
         return pack_linears(self, min_rows, dtype) + 1
 
     @property
@@ -167,8 +173,7 @@ class EagleHead(CachedDecoder, nn.Module):
 
     def sub_logits(self, g: torch.Tensor) -> torch.Tensor:
         """Logits over S: g (..., C) -> (..., n_out) float32."""
-        po = self._packed_out[0] if self._packed_out else None
-        sub = packed_linear(g, po.packed) if po is not None and po.use_packed(g) else F.linear(g, self._e_out)
+        sub = self._packed_out[0](g) if self._packed_out else F.linear(g, self._e_out)  # either falls back itself
         return sub.float()
 
     def logits(self, g: torch.Tensor) -> torch.Tensor:
@@ -176,6 +181,17 @@ class EagleHead(CachedDecoder, nn.Module):
         sub = self.sub_logits(g)  # (..., n_out)
         full = sub.new_full((*sub.shape[:-1], self.vocab_size), float("-inf"))  # (..., V)
         return full.index_copy_(-1, self.out_ids, sub)
+
+    def draw(self, g: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x ~ q = processed softmax of the logits over S, zero elsewhere: g (C,) -> (x (1,), q (V,)).
+
+        The law of next_token(self.logits(g)) (processing S's logits alone changes nothing: every id outside S has
+        logit -inf, so it is outside top-k, top-p and the softmax's support), drawn over |S| ids instead of V.
+        """
+        x_sub, q_sub = next_token(self.sub_logits(g), sampling, generator)  # (1,), (n_out,)
+        q = q_sub.new_zeros(self.vocab_size).index_copy_(0, self.out_ids, q_sub)  # (V,)
+        return self.out_ids.index_select(0, x_sub), q
 
     def _rope(self, start: int, t_new: int) -> tuple[torch.Tensor, torch.Tensor]:
         """RoPE cos and sin (T, hd/2) for slots start..start+T-1."""
@@ -283,7 +299,7 @@ class EagleDrafter(Drafter):
         g = self.head(feats, toks)[:, -1:]  # (1, 1, C)
         xs, qs = [], []
         for i in range(gamma):
-            x, q = next_token(self.head.logits(g[0, 0]), sampling, generator)  # (1,), (V,)
+            x, q = self.head.draw(g[0, 0], sampling, generator)  # (1,), (V,)
             xs.append(x)
             qs.append(q)
             if i + 1 < gamma:
