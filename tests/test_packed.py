@@ -6,9 +6,10 @@
   and tensors, and greedy speculative decoding with a packed target and a bf16-packed EAGLE head equals
   greedy autoregressive decoding token for token;
 * EagleHead.pack_for_cpu: q stays a law over S (zero outside), near the float32 head's;
-* both draft paths on every machine: bf16 packed copies where this CPU runs them (skipped, with the reason, where
-  it does not), and the float32 fallback, forced with SPECDEC_CPU_BF16=0, which every CPU runs; the probe agrees
-  with the CPU's own flags (bf16 needs AVX-512 BW+VL+DQ or AVX-NE-CONVERT).
+* every draft path on every machine: fbgemm's fp16 copies (the default), bf16 packed copies where this CPU runs them
+  (skipped, with the reason, where it does not), and the float32 fallback, which every CPU runs, each chosen with
+  SPECDEC_DRAFT_KERNEL; the bf16 probe agrees with the CPU's own flags (bf16 needs AVX-512 BW+VL+DQ or
+  AVX-NE-CONVERT).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.models.eagle import EagleDrafter
 from gpu_demo.models.packed import (
     BF16_ENV,
+    DRAFT_ENV,
     PackedLinear,
     bf16_unavailable_reason,
     draft_packing,
@@ -30,6 +32,7 @@ from gpu_demo.models.packed import (
     packing_available,
     unpack_linears,
 )
+from gpu_demo.models.quant import QUANT_ENV, QuantLinear, quant_unavailable_reason
 from gpu_demo.sampler import SamplingConfig
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"),
@@ -49,16 +52,14 @@ def cpu_flags() -> set[str]:
     return set(line.partition(":")[2].split())
 
 
-@pytest.fixture(params=["float32-fallback", "bf16"])
-def draft_path(request, monkeypatch) -> torch.dtype:
-    """Each draft path in turn: the fallback forced with the environment switch, then bf16 where the CPU runs it."""
-    if request.param == "float32-fallback":
-        monkeypatch.setenv(BF16_ENV, "0")
-        return torch.float32
-    if NO_BF16 is not None:
-        pytest.skip(f"this CPU has no bf16 packing: {NO_BF16}")
-    monkeypatch.delenv(BF16_ENV, raising=False)
-    return torch.bfloat16
+@pytest.fixture(params=["float32", "bf16", "fp16"])
+def draft_path(request, monkeypatch) -> str:
+    """Each draft kernel in turn, chosen with the environment switch (skipped where this CPU refuses it)."""
+    why = {"float32": None, "bf16": NO_BF16, "fp16": quant_unavailable_reason("fp16")}[request.param]
+    if why is not None:
+        pytest.skip(f"this CPU has no {request.param} draft path: {why}")
+    monkeypatch.setenv(DRAFT_ENV, request.param)
+    return request.param
 
 
 def test_the_probe_agrees_with_the_cpus_flags() -> None:
@@ -69,14 +70,24 @@ def test_the_probe_agrees_with_the_cpus_flags() -> None:
     assert (NO_BF16 is None) == has_isa, (NO_BF16, sorted(f for f in flags if f.startswith("avx")))
 
 
-def test_forcing_bf16_off_gives_float32_and_says_why(monkeypatch) -> None:
-    monkeypatch.setenv(BF16_ENV, "0")
-    dtype, min_rows, words = draft_packing()
-    assert (dtype, min_rows) == (torch.float32, 4) and "float32" in words and BF16_ENV in words
+def test_draft_kernel_falls_back_in_order_and_says_why(monkeypatch) -> None:
+    monkeypatch.delenv(DRAFT_ENV, raising=False)
+    kind, min_rows, words = draft_packing()
+    assert (kind, min_rows) == ("fp16", 1) and "fbgemm" in words  # the default wherever fbgemm runs
+    monkeypatch.setenv(QUANT_ENV, "0")  # fp16 refused: bf16 where it runs, saying why fp16 was not taken
+    kind, min_rows, words = draft_packing()
+    assert QUANT_ENV in words and kind == ("bf16" if NO_BF16 is None else "float32")
+    monkeypatch.setenv(BF16_ENV, "0")  # both refused: the float32 fallback, with both reasons
+    kind, min_rows, words = draft_packing()
+    assert (kind, min_rows) == ("float32", 4) and words.startswith("float32") and QUANT_ENV in words
+    assert BF16_ENV in words
+    monkeypatch.delenv(QUANT_ENV)
     monkeypatch.delenv(BF16_ENV)
-    dtype, min_rows, words = draft_packing()
-    assert (dtype == torch.bfloat16) == (NO_BF16 is None) and min_rows == (1 if NO_BF16 is None else 4)
-    assert ("bf16" in words) if NO_BF16 is None else (NO_BF16 in words)
+    monkeypatch.setenv(DRAFT_ENV, "float32")
+    assert draft_packing()[:2] == ("float32", 4)
+    monkeypatch.setenv(DRAFT_ENV, "int3")
+    with pytest.raises(ValueError, match=DRAFT_ENV):
+        draft_packing()
 
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 17])
@@ -109,7 +120,7 @@ def test_bf16_packed_linear_is_near_f_linear(rows: int) -> None:
 def test_autograd_uses_the_plain_weight_and_unpack_gives_it_back() -> None:
     model = nn.Sequential(nn.Linear(8, 8, bias=False), nn.ReLU(), nn.Linear(8, 3, bias=False))
     weights = [m.weight for m in model if isinstance(m, nn.Linear)]
-    assert pack_linears(model, 1, draft_packing()[0]) == 2  # the dtype this CPU packs drafts in
+    assert pack_linears(model, 1, torch.bfloat16 if NO_BF16 is None else torch.float32) == 2
     x = torch.randn(5, 8)
     model(x).sum().backward()  # grad on: F.linear on the Parameter, exact float32
     assert all(w.grad is not None for w in weights)
@@ -151,35 +162,42 @@ def test_packed_llama_gives_the_same_logits_and_state_dict() -> None:
         assert torch.equal(after[k], before[k]), k
 
 
-def test_greedy_speculative_with_packed_target_and_head_equals_greedy(draft_path: torch.dtype) -> None:
+def test_greedy_speculative_with_packed_target_and_head_equals_greedy(draft_path: str) -> None:
     target = tiny_target(16, seed=3)
     head = tiny_head(target, 12)
     want = [run(autoregressive(target, p, 40, SamplingConfig(0.0))).tokens for p in ([5], [3, 1, 4, 1, 5])]
     assert target.pack_for_cpu() > 0 and head.pack_for_cpu() == 9  # fc, 7 block maps, E_S
-    assert all(m.packed.dtype == draft_path for m in head.modules() if isinstance(m, PackedLinear))
-    assert str(draft_path).replace("torch.", "").replace("bfloat16", "bf16") in head.kernel
-    assert all(m.min_rows == (1 if draft_path == torch.bfloat16 else 4)
-               for m in head.modules() if isinstance(m, PackedLinear))
+    copies = [m for m in head.modules() if isinstance(m, (PackedLinear, QuantLinear))] + list(head._packed_out)
+    assert len(copies) == 9 and draft_path.replace("fp16", "fbgemm") in head.kernel
+    if draft_path == "fp16":
+        assert all(isinstance(m, QuantLinear) and m.fmt == "fp16" for m in copies)
+    else:
+        dtype = torch.bfloat16 if draft_path == "bf16" else torch.float32
+        assert all(isinstance(m, PackedLinear) and m.packed.dtype == dtype for m in copies)
+        assert all(m.min_rows == (1 if draft_path == "bf16" else 4) for m in copies)
     for gamma in (1, 3, 5):
         got = [run(speculative(target, EagleDrafter(target, head), p, 40, gamma, SamplingConfig(0.0))).tokens
                for p in ([5], [3, 1, 4, 1, 5])]
         assert got == want, gamma
 
 
-def test_packed_head_q_is_a_law_over_s_near_the_float32_one(draft_path: torch.dtype) -> None:
+def test_packed_head_q_is_a_law_over_s_near_the_float32_one(draft_path: str) -> None:
     target = tiny_target(16, seed=4)
     head = tiny_head(target, 10)
-    g = torch.randn(5, 32)  # (5, C): 5 rows, so either path's packed copy serves them
+    g = torch.randn(5, 32)  # (5, C): 5 rows, so any path's copy serves them
     with torch.inference_mode():
         want = torch.softmax(head.logits(g), -1)
         head.pack_for_cpu()
-        assert head._packed_out[0].use_packed(g)
+        out = head._packed_out[0]
+        assert out.use_quant(g) if isinstance(out, QuantLinear) else out.use_packed(g)
         got = torch.softmax(head.logits(g), -1)  # (5, V)
     outside = torch.ones(16, dtype=torch.bool)
     outside[head.out_ids] = False
     assert torch.all(got[:, outside] == 0)
     torch.testing.assert_close(got.sum(-1), torch.ones(5))
     torch.testing.assert_close(got, want, atol=2e-2, rtol=0)
+    if draft_path != "float32":
+        assert not torch.equal(got, want)  # the rounded copy is really used
 
 
 def test_a_packed_model_moved_to_another_dtype_uses_its_live_weights() -> None:
@@ -198,11 +216,12 @@ def test_a_packed_model_moved_to_another_dtype_uses_its_live_weights() -> None:
 
 
 @pytest.mark.slow
-def test_smollm2_eagle_loads_and_decodes_exactly_with_bf16_forced_off(monkeypatch) -> None:
+def test_smollm2_eagle_loads_and_decodes_exactly_on_the_float32_fallback(monkeypatch) -> None:
     """The shipped pair on the path every x86 CPU runs: it loads, says which path, and greedy stays exact."""
     pytest.importorskip("gguf")
     from gpu_demo.models.eagle import load_eagle_pair
 
+    monkeypatch.setenv(QUANT_ENV, "0")
     monkeypatch.setenv(BF16_ENV, "0")
     pair = load_eagle_pair(torch.device("cpu"))
     assert pair.info["draft_kernel"].startswith("float32 weights") and BF16_ENV in pair.info["draft_kernel"]
