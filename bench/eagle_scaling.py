@@ -2,7 +2,9 @@
 number of target-generated reply tokens it trained on.
 
 Data: token shards written by ``python -m gpu_demo.training.selfdistill`` (both rules). Shards in --val-shards are
-held out (ids from 90000 on draw from pool prompts no training shard uses; the script checks disjointness).
+held out (ids from 90000 on draw from pool prompts no training shard uses; the script checks disjointness), and
+alpha is reported per held-out pool: the templated one (90000-94999, the key ``held_out``) and the open questions
+(95000 on, ``held_out_open``).
 For each size N in --sizes, a fresh head (seeded) trains on the first N training shards of each rule with the
 training-time test (--unroll draft positions, TV + ce_weight * CE on S), features from the target in --dtype.
 
@@ -28,21 +30,33 @@ from gpu_demo.models.eagle import EagleConfig, EagleHead, head_meta, load_head, 
 from gpu_demo.reports import RefusedPath, check_out_dir, write_report
 from gpu_demo.training.eagle import HEAD_TEXT, EagleTrainConfig, choose_out_ids, fit, init_head, reply_mass
 from gpu_demo.training.eagle_scale import alpha_both_rules, features_for
-from gpu_demo.training.selfdistill import load_shards, pool_index, prompt_pool
+from gpu_demo.training.open_prompts import open_pool
+from gpu_demo.training.selfdistill import OPEN_HELD_OUT_FIRST, load_shards, pool_slot, prompt_pool
 
 
 def shard_range(text: str) -> list[int]:
-    """'200-203' or '7' -> shard ids."""
-    lo, _, hi = text.partition("-")
-    try:
-        return list(range(int(lo), int(hi or lo) + 1))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shard range such as 200-203") from None
+    """'200-203', '7' or a comma list of either ('90000,95000') -> shard ids."""
+    out = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        try:
+            out += range(int(lo), int(hi or lo) + 1)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a shard range such as 200-203 or 90000,95000") from None
+    return sorted(set(out))
 
 
-def pool_items(shards: list[int], per_shard: int, n_pool: int) -> set[int]:
-    """Indices into the prompt pool that these shards' chat/code prompts use (passage prompts aside)."""
-    return {pool_index(k, per_shard, i, n_pool) for k in shards for i in range(per_shard)}
+def pool_items(shards: list[int], per_shard: int) -> set[tuple[str, int]]:
+    """(pool, item) pairs these shards' chat, code and open prompts use (passage prompts aside)."""
+    n_pool, n_open = len(prompt_pool()), len(open_pool())
+    return {pool_slot(k, per_shard, i, n_pool, n_open) for k in shards for i in range(per_shard)}
+
+
+def held_out_sets(rows: list, val_shards: list[int]) -> dict[str, list]:
+    """The held-out rows per pool: 'held_out' (templated prompts) and 'held_out_open' (open questions), where any."""
+    sets = {"held_out": [r for r in rows if r[3] in val_shards and r[3] < OPEN_HELD_OUT_FIRST],
+            "held_out_open": [r for r in rows if r[3] in val_shards and r[3] >= OPEN_HELD_OUT_FIRST]}
+    return {k: v for k, v in sets.items() if v}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -78,9 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = sorted({int(x) for x in args.sizes.split(",")})
     rows = load_shards(args.data)
     train_ids = sorted({r[3] for r in rows} - set(args.val_shards))
-    n_pool = len(prompt_pool())
-    overlap = pool_items(train_ids[: sizes[-1]], args.per_shard, n_pool) & pool_items(args.val_shards,
-                                                                                      args.per_shard, n_pool)
+    overlap = pool_items(train_ids[: sizes[-1]], args.per_shard) & pool_items(args.val_shards, args.per_shard)
     if overlap:
         ap.error(f"{len(overlap)} held-out pool prompts are also in the training shards; pick other --val-shards")
     smol = load_smollm2(device=device, dtype=getattr(torch, args.dtype), max_len=768)
@@ -88,7 +100,17 @@ def main(argv: list[str] | None = None) -> None:
     # the head trains in float32 on the (rounded) features; it borrows E and the norm from a float32 copy
     ref = target if args.dtype == "float32" else load_smollm2(device=device, max_len=64).model
     t0 = time.perf_counter()
-    val = features_for(target, [(r[0], r[1]) for r in rows if r[3] in args.val_shards])
+    vals = {k: features_for(target, [(r[0], r[1]) for r in rs])
+            for k, rs in held_out_sets(rows, args.val_shards).items()}
+    if not vals:
+        ap.error(f"no shard of --val-shards {args.val_shards} is in {args.data}")
+    val = next(iter(vals.values()))  # the first set also serves fit()'s own held-out log
+
+    def evaluate(head: EagleHead) -> dict:
+        """alpha_both_rules on each held-out set: the first set's keys at the top level, the others nested."""
+        evs = {k: alpha_both_rules(head, ref.tok_embeddings.weight, v, eval_cfg, device) for k, v in vals.items()}
+        first = next(iter(evs))
+        return {**evs[first], "held_out_set": first, **{k: e for k, e in evs.items() if k != first}}
     by_rule = {rule: [r for r in rows if r[2] == rule and r[3] in train_ids] for rule in ("t1", "greedy")}
     cfg0 = EagleTrainConfig(steps=args.steps, batch=args.batch, unroll=args.unroll, ce_weight=args.ce_weight,
                             lr=args.lr, eval_every=max(1, args.steps))
@@ -96,8 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     init_from = None if args.init_head is None else str(args.init_head)
     before = None
     if args.init_head is not None:
-        before = alpha_both_rules(load_head(ref, Path(args.init_head)), ref.tok_embeddings.weight, val, eval_cfg,
-                                  device)
+        before = evaluate(load_head(ref, Path(args.init_head)))
         print(json.dumps({"init_head": init_from, **before}), flush=True)
     curve = []
     for n in sizes:
@@ -116,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
             head.to(device).attach(ref)
         t_fit = time.perf_counter()
         fit(head, train_set, val, cfg0, log=lambda m: None, prepare=lambda bt: {k: v.to(device) for k, v in bt.items()})
-        ev = alpha_both_rules(head, ref.tok_embeddings.weight, val, eval_cfg, device)
+        ev = evaluate(head)
         curve.append({"train_shards_per_rule": n, "reply_tokens": n_tok, "fit_seconds": round(time.perf_counter()
                                                                                             - t_fit, 1), **ev})
         print(json.dumps(curve[-1]), flush=True)
@@ -131,11 +152,12 @@ def main(argv: list[str] | None = None) -> None:
               "threads": torch.get_num_threads(), "val_shards": args.val_shards, "val_slots": curve[0]["slots"],
               "train_config": asdict(cfg0), "init_head": init_from, "held_out_before": before, "curve": curve,
               "seconds": round(time.perf_counter() - t0, 1)}
-    print(f"{'tokens':>9} " + " ".join(f"T1 a{s + 1}" for s in range(args.eval_unroll)) + " "
+    print(f"{'tokens':>9} {'held out':<14} " + " ".join(f"T1 a{s + 1}" for s in range(args.eval_unroll)) + " "
           + " ".join(f"T0 a{s + 1}" for s in range(args.eval_unroll)))
-    for c in curve:
-        print(f"{c['reply_tokens']:>9} " + " ".join(f"{a:5.3f}" for a in c["alpha_t1_per_position"]) + " "
-              + " ".join(f"{a:5.3f}" for a in c["alpha_t0_per_position"]))
+    for c in ([{"reply_tokens": "before", **before}] if before else []) + curve:
+        for name, ev in [(c["held_out_set"], c)] + [(k, c[k]) for k in vals if k in c]:
+            print(f"{c['reply_tokens']:>9} {name:<14} " + " ".join(f"{a:5.3f}" for a in ev["alpha_t1_per_position"])
+                  + " " + " ".join(f"{a:5.3f}" for a in ev["alpha_t0_per_position"]))
     if args.json is not None:
         write_report(args.json, report, "bench/eagle_scaling.py", args.force)
 

@@ -1,9 +1,11 @@
 """Self-distillation token data at scale: the target's own replies, batched, stored as uint16 shards that extend.
 
 Shard k of rule r (``t1`` samples at T = 1, ``greedy`` takes the argmax) holds the replies to prompts
-k*n .. k*n+n-1 of one fixed, seeded prompt pool (chat, explanation, lists, code, rewriting of corpus passages),
-so a later run adds shards instead of starting over, and two runs with the same shard ids write the same
-tokens (T = 1 draws from a generator seeded by (rule, k)). Only token ids are kept (uint16, 2 bytes a token);
+k*n .. k*n+n-1 of one fixed, seeded prompt pool: below OPEN_FIRST the templated pool (chat, explanation, lists,
+code, rewriting of corpus passages), from OPEN_FIRST on the open everyday questions of
+gpu_demo.training.open_prompts; each pool keeps its last items for held-out shards. So a later run adds shards
+instead of starting over, and two runs with the same shard ids write the same tokens (T = 1 draws from a
+generator seeded by (rule, k)). Only token ids are kept (uint16, 2 bytes a token);
 the features are recomputed at training time in the precision the target then runs in.
 """
 
@@ -20,6 +22,7 @@ import torch
 
 from gpu_demo.models.llama import Llama
 from gpu_demo.training.eagle_data import PASSAGE_TASKS, TASKS, TOPICS, padded_step, passages
+from gpu_demo.training.open_prompts import open_pool
 
 RULES = ("t1", "greedy")
 
@@ -49,6 +52,9 @@ REWRITE_TASKS = (
 POOL_SEED = 20240  # the prompt pool's order; fixed so shard k always means the same prompts
 HELD_OUT = 320  # the pool's last items, used only by held-out shards
 HELD_OUT_FIRST = 90000  # shard ids from here on are held out
+OPEN_FIRST = 30000  # training shards of the open pool: OPEN_FIRST .. HELD_OUT_FIRST - 1
+OPEN_HELD_OUT = 64  # the open pool's last items, used only by its held-out shards
+OPEN_HELD_OUT_FIRST = 95000  # held-out shards of the open pool
 
 
 def prompt_pool() -> list[str]:
@@ -67,13 +73,38 @@ def pool_index(k: int, n: int, i: int, n_pool: int) -> int:
 
 
 def shard_prompts(k: int, n: int, passage_share: float = 0.15, pool: list[str] | None = None) -> list[str]:
-    """Shard k's n user messages: pool items (pool_index) and a share of passage tasks over corpus passages."""
+    """Shard k's n user messages: in the templated pool's range, pool items (pool_index) and a share of passage
+    tasks over corpus passages; in the open pool's range (k >= OPEN_FIRST, open_shard_prompts), open questions only."""
+    if OPEN_FIRST <= k < HELD_OUT_FIRST or k >= OPEN_HELD_OUT_FIRST:
+        return open_shard_prompts(k, n)
     pool = pool if pool is not None else prompt_pool()
     n_pass = int(round(n * passage_share))
     texts = [pool[pool_index(k, n, i, len(pool))] for i in range(n - n_pass)]
     rng = random.Random(POOL_SEED + k)
     texts += [rng.choice(PASSAGE_TASKS + REWRITE_TASKS).format(p=p) for p in passages(n_pass, POOL_SEED + k)]
     return texts
+
+
+def open_index(k: int, n: int, i: int, n_pool: int) -> int:
+    """Open-pool item of prompt i in shard k: training shards cycle through all but the last OPEN_HELD_OUT items,
+    held-out shards (k >= OPEN_HELD_OUT_FIRST) through those last items only."""
+    if k >= OPEN_HELD_OUT_FIRST:
+        return n_pool - OPEN_HELD_OUT + ((k - OPEN_HELD_OUT_FIRST) * n + i) % OPEN_HELD_OUT
+    return ((k - OPEN_FIRST) * n + i) % (n_pool - OPEN_HELD_OUT)
+
+
+def pool_slot(k: int, n: int, i: int, n_pool: int, n_open: int) -> tuple[str, int]:
+    """(pool, item) that prompt i of shard k is drawn from: ("open", open_index) or ("templated", pool_index);
+    n_pool and n_open are the two pools' sizes. Passage prompts are drawn apart (their seed is the shard's)."""
+    if OPEN_FIRST <= k < HELD_OUT_FIRST or k >= OPEN_HELD_OUT_FIRST:
+        return "open", open_index(k, n, i, n_open)
+    return "templated", pool_index(k, n, i, n_pool)
+
+
+def open_shard_prompts(k: int, n: int) -> list[str]:
+    """Shard k's n open questions (k in the open pool's training or held-out range)."""
+    pool = open_pool()
+    return [pool[open_index(k, n, i, len(pool))] for i in range(n)]
 
 
 def rule_seed(rule: str, k: int) -> int:
