@@ -5,7 +5,7 @@ One draft step of the live loop: the head's layer over one slot, its |S|-row hea
 the live loop does. Kernels are interleaved in every repeat (order reversed on odd repeats); the table prints the
 median ms per draft step with its [min, max] over repeats, and the ratio to the fastest kernel's median.
 
-    .venv/bin/python bench/draft_kernels.py --repeats 41 --json bench/draft_kernels.json
+    .venv/bin/python bench/draft_kernels.py --repeats 9 --steps 6 --json bench/draft_kernels.json
 """
 
 from __future__ import annotations
@@ -83,13 +83,18 @@ def table(times: dict[str, list[float]]) -> str:
 def main(argv: list[str] | None = None) -> dict:
     """CLI."""
     ap = CliParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=21)
+    ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--steps", type=int, default=3, help="draft steps per timing (gamma)")
     add_temperature(ap)
     add_threads(ap)
     add_json(ap)
     args = parse(ap, argv)
-    check_repeats(args.repeats)
+    try:
+        check_repeats(args.repeats)
+    except ValueError as exc:
+        ap.error(str(exc))
+    if args.steps < 1:
+        ap.error("--steps must be at least 1")
     from gpu_demo.models.smollm2 import shared_target
 
     target = shared_target(torch.device("cpu"), torch.float32, 512).model

