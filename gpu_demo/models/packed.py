@@ -67,11 +67,9 @@ def draft_packing() -> tuple[str, int, str]:
 
     A draft step streams its weights from memory (the target's pass has just evicted them), at one row. fp16 weights
     with float32 compute (fbgemm, the target's own kernel; any x86 CPU with F16C) halve the bytes and keep float32
-    sums: a SmolLM2 EAGLE head's draft step took 2.05 ms on them against 2.18 ms on oneDNN's bf16 copies and 2.62 ms
-    on float32, one thread of a 2-core Xeon with AMX (bench/draft_kernels.json).
-    Where fbgemm is refused, bf16 copies (oneDNN, AVX-512 or AVX-NE-CONVERT); else float32 from PACK_MIN_ROWS rows,
-    like the target: one-row draft steps keep the BLAS, the faster float32 kernel there (4.8 ms against 5.6 ms for the
-    SmolLM2 EAGLE head's step on a 2-core AMD EPYC without AVX-512).
+    sums; bench/draft_kernels.py times a draft step on each kernel this CPU runs. Where fbgemm is refused, bf16 copies
+    (oneDNN, AVX-512 or AVX-NE-CONVERT); else float32 from PACK_MIN_ROWS rows, like the target: one-row draft steps
+    keep the BLAS, which bench/verify_cost.py finds the faster float32 kernel below PACK_MIN_ROWS rows.
     """
     from gpu_demo.models.quant import describe, quant_unavailable_reason
 

@@ -2,7 +2,7 @@
 
 The first pool (gpu_demo.training.selfdistill.prompt_pool) crosses 50 task templates with 110 topics ("Write a
 haiku about volcanoes"); the benches ask plain open questions ("How do bees make honey?", "What should I pack for a
-weekend camping trip?"), and a head trained on the first pool accepts about 0.08 less on those. This pool is
+weekend camping trip?"), on which a head trained on the first pool accepts less. This pool is
 written in that register: how and why questions, tips, plans, emails, descriptions, histories and stories, each
 form with its own natural fillers. None of it names what a bench prompt asks about (tests check BENCH_WORDS).
 """

@@ -64,12 +64,18 @@ def prompt_pool() -> list[str]:
     return pool
 
 
+def cycle_index(k: int, n: int, i: int, n_pool: int, first: int, held_first: int, held: int) -> int:
+    """Item of prompt i in shard k of a pool of n_pool items: training shards (first <= k < held_first) cycle through
+    all but the last `held` items, held-out shards (k >= held_first) through those last items only."""
+    if k >= held_first:
+        return n_pool - held + ((k - held_first) * n + i) % held
+    return ((k - first) * n + i) % (n_pool - held)
+
+
 def pool_index(k: int, n: int, i: int, n_pool: int) -> int:
-    """Pool item of prompt i in shard k: training shards (k < HELD_OUT_FIRST) cycle through all but the last
-    HELD_OUT items, held-out shards through those last HELD_OUT only, so no held-out prompt is ever trained on."""
-    if k >= HELD_OUT_FIRST:
-        return n_pool - HELD_OUT + ((k - HELD_OUT_FIRST) * n + i) % HELD_OUT
-    return (k * n + i) % (n_pool - HELD_OUT)
+    """Templated-pool item of prompt i in shard k (cycle_index: held-out shards from HELD_OUT_FIRST, the last
+    HELD_OUT items), so no held-out prompt is ever trained on."""
+    return cycle_index(k, n, i, n_pool, 0, HELD_OUT_FIRST, HELD_OUT)
 
 
 def shard_prompts(k: int, n: int, passage_share: float = 0.15, pool: list[str] | None = None) -> list[str]:
@@ -86,11 +92,9 @@ def shard_prompts(k: int, n: int, passage_share: float = 0.15, pool: list[str] |
 
 
 def open_index(k: int, n: int, i: int, n_pool: int) -> int:
-    """Open-pool item of prompt i in shard k: training shards cycle through all but the last OPEN_HELD_OUT items,
-    held-out shards (k >= OPEN_HELD_OUT_FIRST) through those last items only."""
-    if k >= OPEN_HELD_OUT_FIRST:
-        return n_pool - OPEN_HELD_OUT + ((k - OPEN_HELD_OUT_FIRST) * n + i) % OPEN_HELD_OUT
-    return ((k - OPEN_FIRST) * n + i) % (n_pool - OPEN_HELD_OUT)
+    """Open-pool item of prompt i in shard k (cycle_index: training shards from OPEN_FIRST, held-out shards from
+    OPEN_HELD_OUT_FIRST on its last OPEN_HELD_OUT items)."""
+    return cycle_index(k, n, i, n_pool, OPEN_FIRST, OPEN_HELD_OUT_FIRST, OPEN_HELD_OUT)
 
 
 def pool_slot(k: int, n: int, i: int, n_pool: int, n_open: int) -> tuple[str, int]:
