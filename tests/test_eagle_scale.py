@@ -10,11 +10,16 @@ from tests.eagle_support import tiny_head, tiny_target, trained_head
 
 
 def test_teacher_forced_features_equal_the_sampled_ones() -> None:
-    """Re-reading stored ids gives the features and log Z the sampling pass saw (float32, padded batches)."""
+    """Re-reading stored ids gives the features and log Z the sampling pass saw (float32, padded batches), in the
+    order asked although the batches are formed shortest first."""
     target = tiny_target(48)
     _, _, samples = trained_head(target, 16, steps=1)
-    redo = features_for(target, [(s.ids, s.prompt_len) for s in samples[:7]], batch=3)
-    for a, b in zip(samples[:7], redo):
+    rows = [(s.ids, s.prompt_len) for s in samples[:7]]
+    lengths = [x.numel() for x, _ in rows]
+    assert lengths != sorted(lengths)  # so the batches' order is not the order asked
+    redo = features_for(target, rows, batch=3)
+    for a, b in zip(samples[:7], redo, strict=True):
+        assert torch.equal(a.ids, b.ids) and a.prompt_len == b.prompt_len
         assert torch.allclose(a.feats.float(), b.feats.float(), atol=2e-2)
         tail = slice(a.prompt_len - 1, None)
         assert torch.allclose(a.logz[tail], b.logz[tail], atol=1e-3)

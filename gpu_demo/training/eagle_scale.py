@@ -21,25 +21,32 @@ from gpu_demo.training.eagle_data import Sample, padded_step
 
 @torch.inference_mode()
 def features_for(model: Llama, rows: list[tuple[torch.Tensor, int]], batch: int = 16) -> list[Sample]:
-    """Teacher-forced target features (model's dtype) and log Z for (ids, prompt length) rows, in padded batches."""
-    out: list[Sample] = []
+    """Teacher-forced target features (model's dtype) and log Z for (ids, prompt length) rows, in padded batches.
+
+    Rows are batched shortest first, so a batch pads to lengths close to its own; the samples come back in the
+    order of ``rows``.
+    """
+    out: list[Sample | None] = [None] * len(rows)
     E = model.tok_embeddings.weight
-    for i in range(0, len(rows), batch):
-        chunk = rows[i:i + batch]
-        L = max(r[0].numel() for r in chunk)
+    order = sorted(range(len(rows)), key=lambda i: rows[i][0].numel())
+    for a in range(0, len(order), batch):
+        chunk = order[a:a + batch]
+        L = max(rows[i][0].numel() for i in chunk)
         ids = torch.zeros(len(chunk), L, dtype=torch.long, device=model.device)
         keep = torch.zeros(len(chunk), L, dtype=torch.bool, device=model.device)
-        for b, (x, _) in enumerate(chunk):
+        for b, i in enumerate(chunk):
+            x = rows[i][0]
             ids[b, L - x.numel():] = x.to(model.device)
             keep[b, L - x.numel():] = True
         model.reset(len(chunk))
         f, _ = padded_step(model, ids, keep)  # (B, L, C)
-        for b, (x, lp) in enumerate(chunk):
+        for b, i in enumerate(chunk):
+            x, lp = rows[i]
             fb = f[b, L - x.numel():][:-1]  # f_0 .. f_{n-2}: each predicts the next token
             logz = torch.full((fb.shape[0],), float("nan"))
             logz[lp - 1:] = torch.logsumexp(F.linear(fb[lp - 1:].float(), E.float()), -1).cpu()
-            out.append(Sample(x.cpu(), fb.cpu().clone(), logz, lp))
-    return out
+            out[i] = Sample(x.cpu(), fb.cpu().clone(), logz, lp)
+    return out  # type: ignore[return-value]
 
 
 @torch.no_grad()
