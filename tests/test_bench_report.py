@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import math
+import platform
 import statistics
 
 import pytest
+import torch
 
 from gpu_demo.measure.bench import SPREAD_KEYS, format_table, measure
 from gpu_demo.pairs import load_pair
@@ -71,3 +73,14 @@ def test_repeats_out_of_range_are_refused_before_any_work():
     pair = load_pair("builtin", "cpu")
     with pytest.raises(ValueError, match=r"repeats must be an integer in \[1, 100\]"):
         measure(pair, ["It is"], [1], max_new_tokens=4, repeats=0, progress=False)
+
+
+def test_report_names_the_cpu_and_the_isa_its_timings_ran_on(report):
+    env = report["environment"]
+    assert env["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert env["cpu_capability"] in {"DEFAULT", "NO AVX", "AVX2", "AVX512", "ZVECTOR", "VSX", "SVE256"}
+    try:
+        names = [ln.partition(":")[2].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")]
+    except OSError:
+        names = []
+    assert env["cpu"] == (names[0] if names else platform.processor() or platform.machine())

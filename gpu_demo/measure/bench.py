@@ -197,12 +197,26 @@ def measure(
     }
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else platform.processor() (a CPU timing depends on which CPU)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment(device: torch.device) -> dict:
     """Versions and hardware, for the JSON report."""
     env = {
         "torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(), "torch_threads": torch.get_num_threads(),
     }
+    env["cpu"] = cpu_model()
+    env["cpu_capability"] = torch.backends.cpu.get_cpu_capability()  # the widest ISA torch's kernels use here
     try:
         import os
         env["cpu_count"] = os.cpu_count()
