@@ -52,13 +52,17 @@ class DynamicTree:
 
 
 def best_count(scores: ArrayLike, spec: DynamicTree) -> int:
-    """N in 0..budget maximising (1 + sum of the N largest scores) / (depth c + v(N + 1)); budget without v."""
+    """N in 0..budget maximising (1 + sum of the N largest scores) / (depth c + v(N + 1)); budget without v.
+
+    The scores come from a tree already grown, so its depth x c is paid whatever N is, N = 0 (a plain step that
+    verifies no node) included: leaving it out there would throw a grown tree away whenever it does not repay
+    its own drafting, which it no longer can."""
     s = np.sort(np.asarray(scores, dtype=np.float64))[::-1][: spec.budget]  # (<= budget,) descending
     if not spec.v:
         return int(s.size)
     n = np.arange(s.size + 1)
     tokens = 1.0 + np.concatenate([[0.0], np.cumsum(s)])  # (N + 1,)
-    cost = spec.depth * spec.c * (n > 0) + np.asarray(spec.v)[n]  # v(N + 1) is v[N]; no draft when N = 0
+    cost = spec.depth * spec.c + np.asarray(spec.v)[n]  # (N + 1,): v(N + 1) is v[N]
     return int(np.argmax(tokens / cost))  # ties go to the smaller tree
 
 

@@ -33,7 +33,18 @@ def test_best_count_weighs_the_scores_against_this_devices_v() -> None:
     # steep: N = 1 gives 1.8 / 1.3 = 1.385, N = 2 gives 2.4 / 1.55 = 1.548, N = 3 gives 2.7 / 1.8 = 1.5
     assert best_count(scores, steep) == 2
     assert best_count(scores, DynamicTree(budget=3)) == 3  # no v: the budget
-    assert best_count([0.01], DynamicTree(budget=1, depth=1, c=0.5, v=(1.0, 1.0))) == 0  # not worth drafting
+    # 1 / (0.5 + 1) = 0.667 against 1.01 / (0.5 + 2) = 0.404: a node not worth its verify slot is dropped
+    assert best_count([0.01], DynamicTree(budget=1, depth=1, c=0.5, v=(1.0, 2.0))) == 0
+
+
+def test_best_count_counts_the_drafting_already_paid_for_every_size() -> None:
+    """A grown tree's drafting is paid whether or not a node is verified, so N = 0 carries it too."""
+    cpu = DynamicTree(budget=1, depth=3, c=0.08, v=(1.0, 1.2))  # the 2-core EPYC: c 0.08, v(2) 1.2
+    # N = 0: 1 / (0.24 + 1) = 0.806; N = 1: 1.3 / (0.24 + 1.2) = 0.903. Leaving the 0.24 out of N = 0's cost
+    # would give 1 / 1 = 1 there and drop a node accepted 30 % of the time, after paying to draft it.
+    assert best_count([0.3], cpu) == 1
+    # the node is dropped only where its verify slot costs more than it brings: 1.1 / 1.44 < 1 / 1.24
+    assert best_count([0.1], cpu) == 0
 
 
 def test_rerank_keeps_parents_and_orders_by_depth() -> None:
