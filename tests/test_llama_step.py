@@ -1,6 +1,6 @@
-"""The batch-1 decode step (gpu_demo.models.llama_step) computes the general path's logits bit for bit, on a tiny
-random Llama on fp16 weights and on the real SmolLM2 target; it is used only where it applies (int8 and int4 take
-gpu_demo.models.ort_step, tests/test_ort_step.py)."""
+"""The batch-1 steps (gpu_demo.models.llama_step: a decode step, a verify pass of a chain or a tree) compute the
+general path's logits bit for bit, on a tiny random Llama on fp16 weights and on the real SmolLM2 target; they are
+used only where they apply (int8 and int4 take gpu_demo.models.ort_step, tests/test_ort_step.py)."""
 
 from __future__ import annotations
 
@@ -15,20 +15,30 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TINY = LlamaConfig(vocab_size=64, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden_dim=96, max_seq_len=64)
 
 
-def _steps_both_ways(model, prompt: list[int], tokens: list[int]) -> None:
-    """Feed prompt, then each token one at a time, with the step plan and without; logits and hidden states equal."""
+def _passes_both_ways(model, prompt: list[int], tokens: list[int]) -> None:
+    """Feed prompt, each token one at a time, a chain of 3 and a token tree, with the step plan and without: logits,
+    hidden states and the cache's keys and values equal bit for bit."""
     plan = model._step_plan
+    positions = lambda depths: torch.tensor(depths) + model.cache_len  # noqa: E731 (a tree's absolute positions)
+    # a tree of 4 nodes: root, two children of the root, a grandchild under the second child
+    tree_mask = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 1, 0], [1, 0, 1, 1]], dtype=torch.bool)  # (4, 4)
     outs = []
     for use in (plan, None):
         model._step_plan = use
         model.reset(1)
         with torch.inference_mode():
-            model(torch.tensor([prompt]))
-            outs.append([(model(torch.tensor([[t]])), model.last_hidden) for t in tokens])
+            passes = [model(torch.tensor([prompt]))]
+            passes += [model(torch.tensor([[t]])) for t in tokens]
+            passes.append(model(torch.tensor([tokens[:3]])))  # a verify pass of a chain
+            passes.append(model(torch.tensor([tokens[:4]]), positions([0, 1, 1, 2]), tree_mask))  # of a tree
+            n = model.cache_len
+            outs.append((passes, model.last_hidden, [k[:, :, :n].clone() for k in (*model.cache.k, *model.cache.v)]))
     model._step_plan = plan
-    for (la, ha), (lb, hb) in zip(*outs):
-        assert torch.equal(la, lb) and torch.equal(ha, hb)
-        assert la.shape == (1, 1, model.vocab_size) and ha.shape == (1, 1, model.cfg.dim)
+    (la, ha, ca), (lb, hb, cb) = outs
+    assert all(torch.equal(a, b) for a, b in zip(la, lb)) and torch.equal(ha, hb)
+    assert all(torch.equal(a, b) for a, b in zip(ca, cb))
+    assert [x.shape[1] for x in la] == [len(prompt)] + [1] * len(tokens) + [3, 4]
+    assert la[-1].shape == (1, 4, model.vocab_size) and ha.shape == (1, 4, model.cfg.dim)
 
 
 def test_rms_norm_is_f_rms_norm_bit_for_bit() -> None:
@@ -43,7 +53,7 @@ def test_step_plan_gives_the_general_paths_logits_bit_for_bit() -> None:
     assert model._step_plan is None  # float32: the general path
     model.quantize_for_cpu("fp16")
     assert model._step_plan is not None and model._step_plan.fmt == "fp16" and len(model._step_plan.layers) == 2
-    _steps_both_ways(model, [1, 2, 3, 4, 5], [6, 7, 8, 9])
+    _passes_both_ways(model, [1, 2, 3, 4, 5], [6, 7, 8, 9])
 
 
 def test_step_plan_only_where_it_applies() -> None:
@@ -58,12 +68,12 @@ def test_step_plan_only_where_it_applies() -> None:
     model.quantize_for_cpu("float32")  # undone with the format
     assert model._step_plan is None
     model.quantize_for_cpu("fp16")
-    plan, ids = model._step_plan, torch.tensor([[1, 2]])
+    plan, ids = model._step_plan, torch.tensor([[1, 2], [3, 4]])
     with torch.no_grad():
-        model.reset(1)
-        a = model(ids)  # T = 2: the general path, whatever the plan
+        model.reset(2)
+        a = model(ids)  # a batch of 2: the general path, whatever the plan
         model._step_plan = None
-        model.reset(1)
+        model.reset(2)
         assert torch.equal(a, model(ids))
     model._step_plan = plan
     model.reset(1)
@@ -85,4 +95,4 @@ def test_step_plan_on_the_smollm2_target_bit_for_bit() -> None:
     prepare_target(smol, fmt, words)
     assert (smol.model._step_plan is not None) == (fmt != "float32")
     ids = smol.tokenizer.encode("The capital of France is").ids
-    _steps_both_ways(smol.model, ids, [1, 504, 3058, 28, 2])
+    _passes_both_ways(smol.model, ids, [1, 504, 3058, 28, 2])

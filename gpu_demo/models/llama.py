@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
-from gpu_demo.models.llama_step import StepPlan, build_plan, rms_norm, step_one
+from gpu_demo.models.llama_step import StepPlan, build_plan, rms_norm, step_tokens
 from gpu_demo.models.ort_step import OrtStep, build_ort_step
 from gpu_demo.models.packed import (
     PACK_MIN_ROWS,
@@ -350,20 +350,19 @@ class Llama(CachedDecoder, nn.Module):
         """idx (B, T) at positions cache_len..cache_len+T-1 -> logits (B, T, V) float32; appends T to the cache.
 
         A token tree passes positions (T,) (absolute, for RoPE) and tree_mask (T, S) (base.tree_bias_at_offset).
-        A batch-1 inference step runs as one ONNX Runtime graph on int8/int4 weights (ort_step) and in fewer
-        Python calls on fp16 (llama_step). On weights whose kernels round the activations (quant.ROWWISE_FORMATS),
-        a chain of T > 1 tokens after the first pass (a verify pass) runs as T single steps (see _as_steps); a tree
-        or a batch there is refused.
+        A batch-1 inference step runs as one ONNX Runtime graph on int8/int4 weights (ort_step); on fp16 every
+        batch-1 pass (a step, a verify pass of a chain or a tree) runs in fewer Python calls (llama_step). On weights
+        whose kernels round the activations (quant.ROWWISE_FORMATS), a chain of T > 1 tokens after the first pass (a
+        verify pass) runs as T single steps (see _as_steps); a tree or a batch there is refused.
         """
         B, T = idx.shape
-        if B == T == 1 and positions is None and tree_mask is None and not torch.is_grad_enabled() \
-                and self.device.type == "cpu" and self.dtype == torch.float32:
-            if self._ort_step is not None:  # int8/int4: the step is one graph (and the only way a token is decoded)
-                logits, self.last_hidden = self._ort_step(self, idx)
-                return logits
-            if self._step_plan is not None:  # fp16: the general path's logits, fewer Python calls
-                logits, self.last_hidden = step_one(self, self._step_plan, idx)
-                return logits
+        cpu_inference = self.device.type == "cpu" and self.dtype == torch.float32 and not torch.is_grad_enabled()
+        if cpu_inference and B == T == 1 and positions is None and tree_mask is None and self._ort_step is not None:
+            logits, self.last_hidden = self._ort_step(self, idx)  # int8/int4: the step is one graph
+            return logits
+        if cpu_inference and B == 1 and self._step_plan is not None:  # fp16: the general path's logits, fewer calls
+            logits, self.last_hidden = step_tokens(self, self._step_plan, idx, positions, tree_mask)
+            return logits
         if self.weight_format in ROWWISE_FORMATS and T > 1 and self.cache_len > 0:
             if tree_mask is not None or B != 1:
                 raise ValueError(f"a {self.weight_format} target verifies chains of one sequence only (its verify pass "

@@ -1,14 +1,16 @@
-"""One batch-1 decode step of an fp16-weight Llama in few Python calls, with the same arithmetic as Llama.forward.
+"""Batch-1 steps of an fp16-weight Llama in few Python calls, with the same arithmetic as Llama.forward.
 
 A CPU decode step of SmolLM2-135M is 121 small matrix-vector products and ~1,500 tiny tensor ops; at one thread the
 Python and dispatch cost around them (module calls, reshapes, per-layer RoPE factors) was a third of the step. The
 step here reads every layer's packed weights from one tuple, forms the RoPE factor e^{i t theta} once per step and
-keeps q, k, v as views of the fused qkv output. Each op is the one Llama.forward runs on the same values (the
-same kernels on the same inputs, elementwise ops whose layout does not change their results), so the logits are
-bit for bit those of the general path (tests/test_llama_step.py checks torch.equal on the real target).
+keeps q, k, v as views of the fused qkv output. It serves a verify pass of T tokens (a chain or a token tree) as
+well as a decode step: speculation's verify cost v(T) = t(T) / t(1) is a ratio of two such steps, so a general path
+with more Python calls for T > 1 would count its own overhead as verification. Each op is the one Llama.forward
+runs on the same values (the same kernels on the same inputs, elementwise ops whose layout does not change their
+results), so the logits are bit for bit those of the general path (tests/test_llama_step.py checks torch.equal on
+the real target, for steps, chains and trees).
 
-The int8 and int4 formats take one ONNX Runtime graph per step instead (gpu_demo.models.ort_step).
-"""
+The int8 and int4 formats take one ONNX Runtime graph per step instead (gpu_demo.models.ort_step)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from gpu_demo.models.base import causal_bias_at_offset, tree_bias_at_offset
 from gpu_demo.models.quant import kernel
 
 
@@ -51,30 +54,41 @@ def build_plan(model) -> StepPlan | None:
     return StepPlan(fmt, tuple(layers), model.norm.weight.detach(), model._quant_head[0].packed)
 
 
-def step_one(model, plan: StepPlan, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """idx (1, 1) at position cache_len -> (logits (1, 1, V) float32, pre-norm hidden (1, 1, C)); appends it.
+def step_tokens(model, plan: StepPlan, idx: torch.Tensor, positions: torch.Tensor | None = None,
+                tree_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """idx (1, T) at slots cache_len.. -> (logits (1, T, V) float32, pre-norm hidden (1, T, C)); appends them.
 
     Per layer: h = norm(x); [q; k; v] = h W_qkv^T; q, k rotated by e^{i t theta} on adjacent pairs; k, v into the
-    cache; x += W_o attention(q, K, V); x += W_2 (silu(W_1 h') * W_3 h') with h' = norm(x).
+    cache; x += W_o attention(q, K, V; mask); x += W_2 (silu(W_1 h') * W_3 h') with h' = norm(x). T = 1 is a
+    decode step; T > 1 a verify pass of a chain (causal mask) or of a token tree (positions (T,) rotate by the
+    tree's depths, tree_mask (T, S) as in Llama.forward), so a verify pass pays the step's Python cost, not the
+    general path's.
     """
     cfg = model.cfg
     C, nh, nkv, hd, eps = cfg.dim, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.norm_eps
+    T = idx.shape[1]
     lin = kernel(plan.fmt)
-    start = model.cache.reserve(1, 1, model.device, model.dtype)
-    cos, sin = model._rope(start, 1)  # (1, hd/2)
-    rot = torch.complex(cos, sin)  # (1, hd/2): e^{i t theta}
-    qk_cols = (nh + nkv) * hd
-    x = model.tok_embeddings(idx).view(1, C)  # (1, C)
+    start = model.cache.reserve(1, T, model.device, model.dtype)
+    cos, sin = model._rope(start, T)  # (T, hd/2)
+    if positions is not None:
+        cos, sin = model._cos[positions], model._sin[positions]  # (T, hd/2)
+    rot = torch.complex(cos, sin)  # (T, hd/2): e^{i t theta}
+    if tree_mask is not None:
+        mask = tree_bias_at_offset(start, tree_mask, torch.float32)  # (T, start + T)
+    else:
+        mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, torch.float32)  # (T, start + T)
+    end = start + T
+    x = model.tok_embeddings(idx).view(T, C)  # (T, C)
     for (n1, qkv, wo, n2, gate_up, w2), ck, cv in zip(plan.layers, model.cache.k, model.cache.v):
-        y = lin(rms_norm(x, n1, eps), *qkv)  # (1, (nh + 2 nkv) hd)
-        qk = torch.view_as_real(torch.view_as_complex(y[:, :qk_cols].view(nh + nkv, hd // 2, 2)) * rot)
-        qk = qk.view(nh + nkv, hd)  # rotated q (nh rows) then k (nkv rows)
-        ck[0, :, start] = qk[nh:]  # (nkv, hd)
-        cv[0, :, start] = y[:, qk_cols:].view(nkv, hd)
-        att = F.scaled_dot_product_attention(qk[:nh].view(1, nh, 1, hd), ck[:, :, : start + 1],
-                                             cv[:, :, : start + 1], enable_gqa=True)  # (1, nh, 1, hd)
-        x = x + lin(att.view(1, nh * hd), *wo)
-        g, u = lin(rms_norm(x, n2, eps), *gate_up).chunk(2, dim=-1)  # (1, H) each
+        y = lin(rms_norm(x, n1, eps), *qkv).view(T, nh + 2 * nkv, hd).transpose(0, 1)  # (nh + 2 nkv, T, hd)
+        qk = torch.view_as_complex(y[: nh + nkv].reshape(nh + nkv, T, hd // 2, 2))  # (nh + nkv, T, hd/2)
+        qk = torch.view_as_real(qk * rot).view(nh + nkv, T, hd)  # rotated q (nh rows) then k (nkv rows)
+        ck[0, :, start:end] = qk[nh:]  # (nkv, T, hd)
+        cv[0, :, start:end] = y[nh + nkv:]
+        att = F.scaled_dot_product_attention(qk[:nh].view(1, nh, T, hd), ck[:, :, :end], cv[:, :, :end],
+                                             attn_mask=mask, enable_gqa=True)  # (1, nh, T, hd)
+        x = x + lin(att.transpose(1, 2).reshape(T, nh * hd), *wo)
+        g, u = lin(rms_norm(x, n2, eps), *gate_up).chunk(2, dim=-1)  # (T, H) each
         x = x + lin(F.silu(g) * u, *w2)
-    model.cache.advance(1)
-    return lin(rms_norm(x, plan.norm, eps), *plan.head).view(1, 1, -1), x.view(1, 1, C)
+    model.cache.advance(T)
+    return lin(rms_norm(x, plan.norm, eps), *plan.head).view(1, T, -1), x.view(1, T, C)
