@@ -1,6 +1,6 @@
 """What trees did on a 2-core CPU, measured, set beside the H200's verify cost at batch 1.
 
-The file `measured/cpu-eagle-trees-2026-12-05.json` is bench/eagle_trees.py's run of the smollm2-eagle pair at
+The file `measured/cpu-eagle-trees-2026-12-06.json` is bench/eagle_trees.py's run of the smollm2-eagle pair at
 T = 1 on the development machine (provenance inside): autoregressive decoding, a chain, fixed trees and EAGLE-2's
 dynamic trees, and the verify cost v(T) measured first. A tree of n nodes verifies n + 1 tokens in one pass, so it
 pays where v(n + 1) stays near 1: the H200's v at batch 1 (specdec_core.h200_run) is flat to 64 tokens, this
@@ -19,15 +19,17 @@ from numpy.typing import NDArray
 
 from specdec_core import h200_run
 
-DATA = Path(__file__).resolve().parent / "measured" / "cpu-eagle-trees-2026-12-05.json"
+DATA = Path(__file__).resolve().parent / "measured" / "cpu-eagle-trees-2026-12-06.json"
 
 
 @dataclass(frozen=True)
 class TreeRunRow:
-    """One configuration: tokens per target pass and speedup over autoregressive decoding, median (min, max)."""
+    """One configuration: tokens per target pass, drafting ms per round and speedup over autoregressive decoding,
+    median (min, max)."""
 
     config: str
     tokens_per_pass: float
+    draft_ms: float
     speedup: float
     speedup_lo: float
     speedup_hi: float
@@ -41,8 +43,9 @@ def load(path: Path = DATA) -> dict:
 
 def rows() -> list[TreeRunRow]:
     """Every configuration but autoregressive decoding, in the file's order."""
-    return [TreeRunRow(r["config"], r["tokens_per_pass"]["median"], r["speedup"]["median"], r["speedup"]["lo"],
-                       r["speedup"]["hi"]) for r in load()["rows"] if r["config"] != "ar"]
+    return [TreeRunRow(r["config"], r["tokens_per_pass"]["median"], r["draft_ms_per_round"]["median"],
+                       r["speedup"]["median"], r["speedup"]["lo"], r["speedup"]["hi"])
+            for r in load()["rows"] if r["config"] != "ar"]
 
 
 def best() -> TreeRunRow:
@@ -54,6 +57,12 @@ def dynamic_tokens_per_pass() -> tuple[float, float]:
     """(least, most) tokens per pass over the dynamic-tree configurations."""
     tpp = [r.tokens_per_pass for r in rows() if r.config.startswith("dynamic")]
     return min(tpp), max(tpp)
+
+
+def dynamic_draft_ms() -> tuple[float, float]:
+    """(least, most) drafting ms per round over the dynamic-tree configurations."""
+    ms = [r.draft_ms for r in rows() if r.config.startswith("dynamic")]
+    return min(ms), max(ms)
 
 
 def cpu_v() -> NDArray[np.float64]:

@@ -29,5 +29,7 @@ def test_the_trees_page_says_why_no_tree_pays_here_with_the_files_numbers(app_te
     _, v_gpu = tree_run.h200_v_batch1()
     assert f"v(2) = {v[1]:.2f}, v(9) = {v[8]:.2f}" in text
     assert f"the best configuration is {top.config} at {top.speedup:.2f}x: here no tree pays" in text
+    ms_lo, ms_hi = tree_run.dynamic_draft_ms()
+    assert f"costs {ms_lo:.1f}-{ms_hi:.1f} ms a round against {top.draft_ms:.1f} ms for {top.config}" in text
     assert f"stays between {v_gpu.min():.2f} and {v_gpu.max():.2f}" in text
     assert any(tree_run.DATA.name in c.value for c in at.caption)
