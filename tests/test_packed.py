@@ -171,6 +171,8 @@ def test_greedy_speculative_with_packed_target_and_head_equals_greedy(draft_path
     assert len(copies) == 9 and draft_path.replace("fp16", "fbgemm") in head.kernel
     if draft_path == "fp16":
         assert all(isinstance(m, QuantLinear) and m.fmt == "fp16" for m in copies)
+        attention, ffn = head.block.attention, head.block.feed_forward  # one call each for [wq; wk; wv], [w1; w3]
+        assert attention.qkv[0].out_features == 64 and ffn.gate_up[0].out_features == 2 * ffn.w1.out_features
     else:
         dtype = torch.bfloat16 if draft_path == "bf16" else torch.float32
         assert all(isinstance(m, PackedLinear) and m.packed.dtype == dtype for m in copies)

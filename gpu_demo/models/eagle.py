@@ -33,7 +33,7 @@ from gpu_demo.drafters import Draft, Drafter
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
 from gpu_demo.models.llama import Block, Llama, LlamaConfig, rope_tables
 from gpu_demo.models.packed import PackedLinear, draft_packing, pack_linears, packing_available
-from gpu_demo.models.quant import QuantLinear, quantize_linears
+from gpu_demo.models.quant import QuantLinear, fused, quantize_linears
 from gpu_demo.sampler import SamplingConfig, next_token
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -140,7 +140,10 @@ class EagleHead(CachedDecoder, nn.Module):
         kind, min_rows, self._kernel = draft_packing()
         if kind == "fp16":
             self._packed_out = (QuantLinear("fp16", self._e_out),)  # a tuple: not in the state dict
-            return quantize_linears(self, "fp16") + 1
+            n = quantize_linears(self, "fp16") + 1
+            a, f = self.block.attention, self.block.feed_forward  # one kernel call for [wq; wk; wv], one for [w1; w3]
+            a.qkv, f.gate_up = fused("fp16", [a.wq, a.wk, a.wv]), fused("fp16", [f.w1, f.w3])
+            return n
         dtype = torch.bfloat16 if kind == "bf16" else torch.float32
         self._packed_out = (PackedLinear(self._e_out, min_rows, dtype),)
         return pack_linears(self, min_rows, dtype) + 1
