@@ -39,7 +39,7 @@ def test_best_count_weighs_the_scores_against_this_devices_v() -> None:
 
 def test_best_count_counts_the_drafting_already_paid_for_every_size() -> None:
     """A grown tree's drafting is paid whether or not a node is verified, so N = 0 carries it too."""
-    cpu = DynamicTree(budget=1, depth=3, c=0.08, v=(1.0, 1.2))  # the 2-core EPYC: c 0.08, v(2) 1.2
+    cpu = DynamicTree(budget=1, depth=3, c=0.08, v=(1.0, 1.2))  # CPU-like costs: a cheap draft, v(2) 1.2
     # N = 0: 1 / (0.24 + 1) = 0.806; N = 1: 1.3 / (0.24 + 1.2) = 0.903. Leaving the 0.24 out of N = 0's cost
     # would give 1 / 1 = 1 there and drop a node accepted 30 % of the time, after paying to draft it.
     assert best_count([0.3], cpu) == 1
