@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from gpu_demo.drafters import ModelDrafter, prefill_all_but_last
 from gpu_demo.models.base import DecoderLM
 from gpu_demo.sampler import SamplingConfig, logits_to_probs
-from specdec_core.dynamic_tree import DynamicTree, best_count, rerank, tree_of
+from specdec_core.dynamic_tree import DynamicTree, best_count, rerank, tree_of, worth_growing
 from specdec_core.trees import Tree, ancestor_mask
 
 # ------------------------------------------------------------------------------------------------ the shape
@@ -131,14 +131,16 @@ def _on_path(parent: list[int], node: int, other: int) -> bool:
 
 def grow_dynamic(root_logits: torch.Tensor, spec: DynamicTree, expand: Expand, vocab_size: int) -> Grown:
     """EAGLE-2's tree (specdec_core.dynamic_tree): expand the top_k best-scored nodes per depth by their top_k
-    children, then keep the best nodes for this device's verify cost. expand(tokens (w,), parent rows in the
-    last logits, mask (w, fed so far) of each new node's fed ancestors, depth) feeds them -> their logits (w, V).
+    children, stopping early where no deeper tree repays its passes (worth_growing), then keep the best nodes for
+    this device's verify cost. expand(tokens (w,), parent rows in the last logits, mask (w, fed so far) of each new
+    node's fed ancestors, depth) feeds them -> their logits (w, V).
     Children are the draft's top choices, so each q is one-hot. One host read per depth."""
     parent: list[int] = []
     token: list[int] = []
     score: list[float] = []
     depth: list[int] = []
     beam, fed, logits = [-1], [], root_logits  # beam: the candidates whose laws are the rows of logits
+    d = 0  # draft passes made: the root's, then one per expansion
     for d in range(1, spec.depth + 1):
         top_v, top_i = torch.log_softmax(logits.float(), -1).topk(min(spec.top_k, vocab_size), -1)  # (w, k)
         vals, ids = top_v.tolist(), top_i.tolist()
@@ -155,12 +157,14 @@ def grow_dynamic(root_logits: torch.Tensor, spec: DynamicTree, expand: Expand, v
         if d == spec.depth or not new:
             break
         nxt = sorted(new, key=lambda i: (-score[i], i))[: spec.top_k]  # the beam of the next depth
+        if not worth_growing(np.exp(score), np.exp([score[i] for i in nxt]), spec, d):
+            break  # no deeper tree repays its passes here: verify the best cut of this one
         fed += nxt
         mask = torch.tensor([[_on_path(parent, i, f) for f in fed] for i in nxt], device=root_logits.device)
         rows = [beam.index(parent[i]) for i in nxt]
         logits = expand(torch.tensor([token[i] for i in nxt], device=root_logits.device), rows, mask, d)
         beam = nxt
-    chosen = rerank(parent, score, depth, best_count(np.exp(score), spec)) if parent else []
+    chosen = rerank(parent, score, depth, best_count(np.exp(score), spec, d)) if parent else []
     tree, idx = tree_of(parent, chosen) if chosen else (Tree((), ()), np.zeros(0, dtype=np.int64))
     tokens = torch.tensor([token[i] for i in idx], dtype=torch.long, device=root_logits.device)  # (n,)
     q = F.one_hot(tokens, vocab_size).float()  # (n, V): deterministic choices

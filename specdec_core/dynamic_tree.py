@@ -7,7 +7,10 @@ child's score never exceeds its parent's, so the best N hold their own parents (
 
 EAGLE-2 (Li et al., 2024) found the score well calibrated: a node's path is accepted with about its score, so a
 tree of the N best nodes yields about 1 + sum of their scores tokens per pass. N is chosen where that, over the
-round's cost depth x c + v(N + 1), is largest, with v(T) this device's verify cost of T tokens in target steps.
+round's cost d x c + v(N + 1), is largest, with v(T) this device's verify cost of T tokens in target steps and d the
+draft passes made. Growth stops before `depth` when no deeper tree could beat the best cut of the tree so far
+(worth_growing): a node's children's draft probabilities sum to at most 1, so each further depth adds under a beam
+node at most its own score, spread over its descendants there.
 The children are the draft's top choices, deterministic given the path: verification divides by a one-hot q,
 which keeps the target's law exact (gpu_demo.tree_decode's recursive rejection, one candidate at a time).
 """
@@ -51,19 +54,38 @@ class DynamicTree:
         return replace(self, depth=max(0, min(self.depth, max_depth)))
 
 
-def best_count(scores: ArrayLike, spec: DynamicTree) -> int:
-    """N in 0..budget maximising (1 + sum of the N largest scores) / (depth c + v(N + 1)); budget without v.
-
-    The scores come from a tree already grown, so its depth x c is paid whatever N is, N = 0 (a plain step that
-    verifies no node) included: leaving it out there would throw a grown tree away whenever it does not repay
-    its own drafting, which it no longer can."""
-    s = np.sort(np.asarray(scores, dtype=np.float64))[::-1][: spec.budget]  # (<= budget,) descending
-    if not spec.v:
-        return int(s.size)
+def _ratios(scores: NDArray[np.float64], spec: DynamicTree, drafted: int) -> NDArray[np.float64]:
+    """(1 + sum of the N largest scores) / (drafted c + v(N + 1)) for N = 0..min(budget, len(scores))."""
+    s = np.sort(scores)[::-1][: spec.budget]  # (<= budget,) descending
     n = np.arange(s.size + 1)
     tokens = 1.0 + np.concatenate([[0.0], np.cumsum(s)])  # (N + 1,)
-    cost = spec.depth * spec.c + np.asarray(spec.v)[n]  # (N + 1,): v(N + 1) is v[N]
-    return int(np.argmax(tokens / cost))  # ties go to the smaller tree
+    return tokens / (drafted * spec.c + np.asarray(spec.v)[n])  # v(N + 1) is v[N]
+
+
+def best_count(scores: ArrayLike, spec: DynamicTree, drafted: int | None = None) -> int:
+    """N in 0..budget maximising (1 + sum of the N largest scores) / (drafted c + v(N + 1)); budget without v.
+
+    `drafted` (default: spec.depth) is the draft passes made to grow the tree; they are paid whatever N is, N = 0
+    (a plain step that verifies no node) included: leaving them out there would throw a grown tree away whenever
+    it does not repay its own drafting, which it no longer can."""
+    s = np.asarray(scores, dtype=np.float64)
+    if not spec.v:
+        return int(min(s.size, spec.budget))
+    return int(np.argmax(_ratios(s, spec, spec.depth if drafted is None else drafted)))  # ties: the smaller tree
+
+
+def worth_growing(scores: ArrayLike, beam: ArrayLike, spec: DynamicTree, drafted: int) -> bool:
+    """Whether L more draft passes (1 <= L <= depth - drafted) could give a cut better than the best one now.
+
+    Bound: under each beam node (score s_b) the descendants at one later depth have scores summing to at most s_b,
+    each at most s_b, so any N of the grown nodes score at most the N best of the nodes now plus L copies of every
+    s_b. True without v (grow to `depth`), and whenever that bound beats the best ratio of best_count now."""
+    if not spec.v:
+        return drafted < spec.depth
+    s, b = np.asarray(scores, dtype=np.float64), np.asarray(beam, dtype=np.float64)
+    now = float(np.max(_ratios(s, spec, drafted)))
+    return any(float(np.max(_ratios(np.concatenate([s, np.tile(b, L)]), spec, drafted + L))) > now
+               for L in range(1, spec.depth - drafted + 1))
 
 
 def rerank(parent: ArrayLike, log_score: ArrayLike, depth: ArrayLike, n: int) -> list[int]:

@@ -15,8 +15,8 @@ from gpu_demo.models.eagle import EagleDrafter
 from gpu_demo.models.llama import LlamaConfig, init_random
 from gpu_demo.sampler import SamplingConfig
 from gpu_demo.tree_decode import tree_speculative
-from gpu_demo.tree_draft import TreeDraft, TreeDrafter
-from specdec_core.dynamic_tree import DynamicTree, best_count, rerank, tree_of
+from gpu_demo.tree_draft import TreeDraft, TreeDrafter, grow_dynamic
+from specdec_core.dynamic_tree import DynamicTree, best_count, rerank, tree_of, worth_growing
 from specdec_core.stats import chi_square_gof
 
 GREEDY = SamplingConfig(0.0)
@@ -45,6 +45,81 @@ def test_best_count_counts_the_drafting_already_paid_for_every_size() -> None:
     assert best_count([0.3], cpu) == 1
     # the node is dropped only where its verify slot costs more than it brings: 1.1 / 1.44 < 1 / 1.24
     assert best_count([0.1], cpu) == 0
+
+
+def test_growth_stops_where_no_deeper_tree_repays_its_passes() -> None:
+    cpu = DynamicTree(budget=4, depth=3, c=0.08, v=(1.0, 1.2, 1.4, 1.6, 1.8))
+    # after one pass, a node of 0.1: the best cut is N = 0 at 1 / 1.08 = 0.926. Even a child as sure as its
+    # parent gives at most 1.2 / (0.16 + 1.4) = 0.769 at two passes: stop
+    assert not worth_growing([0.1], [0.1], cpu, 1)
+    # a node of 0.6: now 1.6 / 1.28 = 1.25; a child of up to 0.6 could give 2.2 / 1.56 = 1.41: grow
+    assert worth_growing([0.6], [0.6], cpu, 1)
+    # where verifying is flat (a GPU), even a node of 0.1 is worth a cheap pass: 1.2 / 1.04 > 1.1 / 1.02
+    assert worth_growing([0.1], [0.1], DynamicTree(budget=4, depth=3, c=0.02, v=(1.0,) * 5), 1)
+    assert not worth_growing([0.9], [0.9], cpu, 3)  # the depth is spent
+    assert worth_growing([0.0], [0.0], DynamicTree(depth=3), 1)  # no v: grow to the depth asked
+
+
+def _grown_by_depth(rng: np.random.Generator, spec: DynamicTree) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The beam rule on a random draft (a node's children: the top_k of a random peaked law), grown to spec.depth:
+    per depth d, (scores of every node of depth <= d, scores of the beam expanded next)."""
+    scores: list[float] = []
+    beam, out = [1.0], []
+    for _ in range(spec.depth):
+        new = []
+        for s in beam:
+            law = rng.dirichlet(np.full(12, 0.3))  # (12,) a draft's law, often peaked
+            new += [s * x for x in np.sort(law)[::-1][: spec.top_k]]
+        scores += new
+        beam = sorted(new, reverse=True)[: spec.top_k]
+        out.append((np.array(scores), np.array(beam)))
+    return out
+
+
+def _best_ratio(scores: np.ndarray, spec: DynamicTree, drafted: int) -> float:
+    n = best_count(scores, spec, drafted)
+    return (1.0 + np.sort(scores)[::-1][:n].sum()) / (drafted * spec.c + spec.v[n])
+
+
+@pytest.mark.parametrize("c, slope", [(0.08, 0.2), (0.07, 0.08), (0.02, 0.0), (0.2, 0.05)])
+def test_stopping_early_never_gives_up_a_better_deeper_tree(c: float, slope: float) -> None:
+    """Where worth_growing says stop at depth d, no deeper tree of the same draft has a better best cut."""
+    spec = DynamicTree(top_k=3, depth=5, budget=12, c=c, v=tuple(1.0 + slope * t for t in range(13)))
+    rng = np.random.default_rng(0)
+    stops = 0
+    for _ in range(300):
+        grown = _grown_by_depth(rng, spec)
+        ratios = [_best_ratio(sc, spec, d + 1) for d, (sc, _) in enumerate(grown)]
+        for d, (sc, beam) in enumerate(grown[:-1]):
+            if not worth_growing(sc, beam, spec, d + 1):
+                stops += 1
+                assert max(ratios[d + 1:]) <= ratios[d] + 1e-12
+    assert stops > 0  # the rule was exercised
+
+
+def test_grow_dynamic_skips_the_passes_that_cannot_pay() -> None:
+    """An unsure draft on steep verify costs drafts the root only; a sure one on flat costs grows to the depth."""
+    calls: list[int] = []
+    peak = torch.zeros(9)
+    peak[4] = 5.0  # a sure draft: 0.95 on token 4
+
+    def expand_with(law: torch.Tensor):
+        def expand(tokens: torch.Tensor, rows: list[int], mask: torch.Tensor, d: int) -> torch.Tensor:
+            calls.append(d)
+            return law.expand(tokens.numel(), 9)  # (w, V)
+        return expand
+
+    steep = DynamicTree(top_k=2, depth=4, budget=6, c=0.08, v=tuple(1.0 + 0.1 * t for t in range(7)))
+    grown = grow_dynamic(torch.zeros(1, 9), steep, expand_with(torch.zeros(9)), 9)
+    # the root's two children at 1/9 each: 1.22 / 1.28 = 0.955 beats 1 / 1.08; grandchildren could add at most
+    # two more of 1/9 for a pass and two slots: 1.44 / 1.56 = 0.923
+    assert calls == [] and grown.draft.tree.n_nodes == 2
+    flat = DynamicTree(top_k=2, depth=4, budget=8, c=0.01, v=(1.0,) * 9)
+    grown = grow_dynamic(peak[None], flat, expand_with(peak), 9)
+    assert calls == [1, 2, 3] and max(grown.draft.tree.depth) == 4
+    calls.clear()
+    grow_dynamic(torch.zeros(1, 9), flat, expand_with(torch.zeros(9)), 9)  # unsure on flat costs: stops sooner
+    assert 0 < len(calls) < 3
 
 
 def test_rerank_keeps_parents_and_orders_by_depth() -> None:
