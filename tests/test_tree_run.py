@@ -16,7 +16,7 @@ def test_the_committed_run_reads_back_with_its_provenance() -> None:
     assert [r.config for r in rows] == [r["config"] for r in raw["rows"] if r["config"] != "ar"]
     assert tree_run.best().speedup == max(r["speedup"]["median"] for r in raw["rows"] if r["config"] != "ar")
     v = tree_run.cpu_v()
-    assert v[0] == 1.0 and v.size == 17 and v[8] > 2.0  # this CPU: nine tokens cost more than two steps
+    assert v[0] == 1.0 and v.size == 17 and v[8] > v[1] > 1.0  # this CPU: a longer pass costs more
     tokens, v_gpu = tree_run.h200_v_batch1()
     assert tokens.max() == 64 and v_gpu.max() < 1.1  # the H200 at batch 1: flat to 64 tokens
 
@@ -28,7 +28,8 @@ def test_the_trees_page_says_why_no_tree_pays_here_with_the_files_numbers(app_te
     v, top = tree_run.cpu_v(), tree_run.best()
     _, v_gpu = tree_run.h200_v_batch1()
     assert f"v(2) = {v[1]:.2f}, v(9) = {v[8]:.2f}" in text
-    assert f"the best configuration is {top.config} at {top.speedup:.2f}x: here no tree pays" in text
+    verdict = "here no tree pays" if top.config.startswith("chain") else "here a tree pays"
+    assert f"the best configuration is {top.config} at {top.speedup:.2f}x: {verdict}" in text
     ms_lo, ms_hi = tree_run.dynamic_draft_ms()
     assert f"costs {ms_lo:.1f}-{ms_hi:.1f} ms a round against {top.draft_ms:.1f} ms for {top.config}" in text
     assert f"stays between {v_gpu.min():.2f} and {v_gpu.max():.2f}" in text
