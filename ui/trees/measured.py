@@ -21,12 +21,12 @@ def measured_section() -> None:
         lo, hi = tree_run.dynamic_tokens_per_pass()
         ms_lo, ms_hi = tree_run.dynamic_draft_ms()
         top = tree_run.best()
-        verdict = ("here no tree pays, and the live page's chain stays the default" if top.config.startswith("chain")
-                   else "here a tree pays")
+        verdict = "here a tree pays" if tree_run.a_tree_pays() else \
+            "here no tree pays, and the live page's chain stays the default"
         st.markdown(
             f"On this CPU verifying costs more as a pass grows: v(2) = {v[1]:.2f}, v(9) = {v[8]:.2f}, "
-            f"v({v.size}) = {v[-1]:.2f}. EAGLE-2's dynamic tree, sized from that v and grown only as deep as could "
-            f"repay its draft passes, emits "
+            f"v({v.size}) = {v[-1]:.2f}. EAGLE-2's dynamic tree, sized from that v and grown only as deep as its cost "
+            f"model says could repay the draft passes, emits "
             f"{lo:.2f}-{hi:.2f} tokens per pass, and growing it (a draft step per depth it grows, over several "
             f"nodes) costs {ms_lo:.1f}-{ms_hi:.1f} ms a round against {top.draft_ms:.1f} ms for {top.config}; "
             f"the best configuration is {top.config} at {top.speedup:.2f}x: {verdict}. On one H200 at batch 1 "
