@@ -9,7 +9,9 @@ synced timers), ms per token (wall, prefill included) and speedup = autoregressi
 same repeat; median (min-max) over repeats. A tree verifies n + 1 tokens in one pass, so it pays where v(n + 1)
 stays near 1 (bench/verify_cost.py measures v on this machine). A dynamic tree (EAGLE-2, --dynamic top_k,depth,budget)
 sizes itself each round from v(T) measured here first (T = 1..budget + 1, batch 1) and the head's c measured on a
-chain run (specdec_core.dynamic_tree).
+chain run (specdec_core.dynamic_tree), and scores a path by the head's measured acceptance map a+(q) for the rule
+(specdec_core.tree_run.accept_map, bench/eagle_calibration.py; T = 0 or 1 only). --accept draft-q scores it by the
+draft's own probabilities instead, as EAGLE-2 does; --accept both runs each dynamic tree both ways.
 
     .venv/bin/python bench/eagle_trees.py --repeats 3 --json bench/eagle_trees_t1.json
 """
@@ -41,6 +43,7 @@ from gpu_demo.training.eagle_data import BENCH_CHAT_PROMPTS
 from gpu_demo.tree_decode import tree_speculative
 from specdec_core.dynamic_tree import DynamicTree
 from specdec_core.repeats import check_repeats, spread
+from specdec_core.tree_run import accept_map, expected_by_rank
 from specdec_core.trees import branching_tree, parse_ints
 
 
@@ -102,10 +105,10 @@ def _fmt(s: dict, digits: int = 2) -> str:
 
 def table(rows: list[dict]) -> str:
     """The printed table, one line per configuration."""
-    head = f"{'config':<14}{'tokens/pass':>20}{'draft ms/rnd':>20}{'verify ms/rnd':>22}{'ms/token':>22}{'speedup':>20}"
+    head = f"{'config':<24}{'tokens/pass':>20}{'draft ms/rnd':>20}{'verify ms/rnd':>22}{'ms/token':>22}{'speedup':>20}"
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['config']:<14}{_fmt(r['tokens_per_pass']):>20}{_fmt(r['draft_ms_per_round'], 1):>20}"
+        lines.append(f"{r['config']:<24}{_fmt(r['tokens_per_pass']):>20}{_fmt(r['draft_ms_per_round'], 1):>20}"
                      f"{_fmt(r['verify_ms_per_round'], 1):>22}{_fmt(r['ms_per_token'], 1):>22}"
                      f"{_fmt(r['speedup']):>20}")
     best = max((r for r in rows if r["config"] != "ar"), key=lambda r: r["speedup"]["median"])
@@ -119,6 +122,9 @@ def main(argv: list[str] | None = None) -> dict:
     add_gamma(ap, "2,3")
     ap.add_argument("--trees", default="2;3;2,1;2,2;3,2", help="branching shapes, ';'-separated (b1,b2,..)")
     ap.add_argument("--dynamic", default="4,4,8;4,5,16", help="dynamic trees top_k,depth,budget; ';'-separated")
+    ap.add_argument("--accept", choices=("measured", "draft-q", "both"), default="measured",
+                    help="score a dynamic tree's paths by the head's measured acceptance map (T = 0 or 1), by the "
+                         "draft's q (EAGLE-2), or run both")
     add_temperature(ap)
     add_max_new_tokens(ap, 64)
     ap.add_argument("--prompts", type=int, default=len(BENCH_CHAT_PROMPTS))
@@ -131,12 +137,18 @@ def main(argv: list[str] | None = None) -> dict:
     shapes = [s.strip() for s in args.trees.split(";") if s.strip()]
     for s in shapes:
         branching_tree(parse_ints(s, "shape"))  # ValueError with the allowed range, before any model loads
-    specs = {f"dynamic {s.strip()}": DynamicTree(*parse_ints(s, "dynamic tree"))
-             for s in args.dynamic.split(";") if s.strip()}
+    sampling = SamplingConfig(args.temperature)
+    rule = "greedy" if sampling.greedy else "t1"
+    if args.accept != "draft-q" and sampling.temperature not in (0.0, 1.0):
+        ap.error(f"the acceptance map is measured at T = 0 and 1; at T = {args.temperature} pass --accept draft-q")
+    ways = ("measured", "draft-q") if args.accept == "both" else (args.accept,)
+    scoring = {"measured": lambda: {"accept": accept_map(rule), "expect": expected_by_rank(rule)}, "draft-q": dict}
+    specs = {f"dynamic {s.strip()}" + (f" {w}" if len(ways) > 1 else ""):
+             DynamicTree(*parse_ints(s, "dynamic tree"), **scoring[w]())
+             for s in args.dynamic.split(";") if s.strip() for w in ways}
     pair = load_pair("smollm2-eagle", resolve_device(args.device), max_len=512)
     prompts = [pair.tokenizer.encode(pair.tokenizer.chat(p)) for p in BENCH_CHAT_PROMPTS[: args.prompts]]
     names = ["ar", *(f"chain {g}" for g in args.gamma), *(f"tree {s}" for s in shapes), *specs]
-    sampling = SamplingConfig(args.temperature)
     runs: dict[str, list[dict]] = {n: [] for n in names}
     with torch.inference_mode():
         run_config(pair, "ar", prompts[:1], 8, sampling)  # warm-up (allocations, kernels)
@@ -150,7 +162,9 @@ def main(argv: list[str] | None = None) -> dict:
           f"{args.max_new_tokens} tokens, {args.threads} thread(s), {args.repeats} interleaved repeats")
     print(table(rows))
     print("this device: v(T) = " + ", ".join(f"{x:.2f}" for x in v) + f" for T = 1..{len(v)}; the head's c = {c:.3f}")
-    report = {"v": list(v), "c": c, "temperature": args.temperature, "max_new_tokens": args.max_new_tokens,
+    report = {"v": list(v), "c": c, "accept": {n: {"map": [list(a) for a in s.accept], "expect": list(s.expect)}
+                                                for n, s in specs.items()},
+              "temperature": args.temperature, "max_new_tokens": args.max_new_tokens,
               "prompts": len(prompts),
               "repeats": args.repeats, "threads": args.threads, "rows": rows, "environment": environment(pair.device)}
     if args.json:

@@ -134,7 +134,8 @@ def grow_dynamic(root_logits: torch.Tensor, spec: DynamicTree, expand: Expand, v
     children, stopping early where no deeper tree repays its passes (worth_growing), then keep the best nodes for
     this device's verify cost. expand(tokens (w,), parent rows in the last logits, mask (w, fed so far) of each new
     node's fed ancestors, depth) feeds them -> their logits (w, V).
-    Children are the draft's top choices, so each q is one-hot. One host read per depth."""
+    Children are the draft's top choices, so each q is one-hot; a path scores the product of spec.edge(q) along it.
+    One host read per depth."""
     parent: list[int] = []
     token: list[int] = []
     score: list[float] = []
@@ -143,16 +144,16 @@ def grow_dynamic(root_logits: torch.Tensor, spec: DynamicTree, expand: Expand, v
     d = 0  # draft passes made: the root's, then one per expansion
     for d in range(1, spec.depth + 1):
         top_v, top_i = torch.log_softmax(logits.float(), -1).topk(min(spec.top_k, vocab_size), -1)  # (w, k)
-        vals, ids = top_v.tolist(), top_i.tolist()
+        vals, ids = spec.log_edge(top_v.cpu().numpy()).tolist(), top_i.tolist()  # log a+(q) per child
         new = []
         for row, b in enumerate(beam):
             for lp, x in zip(vals[row], ids[row]):
-                if lp == float("-inf"):  # a sub-vocabulary head allows fewer tokens than top_k
+                if lp == float("-inf"):  # a sub-vocabulary head allows fewer tokens than top_k (or a+ = 0)
                     continue
                 new.append(len(parent))
                 parent.append(b)
                 token.append(x)
-                score.append((score[b] if b >= 0 else 0.0) + lp)  # log of the path's draft probability
+                score.append((score[b] if b >= 0 else 0.0) + lp)  # log of the product of a+(q) on the path
                 depth.append(d)
         if d == spec.depth or not new:
             break

@@ -5,6 +5,10 @@ at T = 1 on a 2-core Xeon (provenance inside): autoregressive decoding, a chain,
 dynamic trees, and the verify cost v(T) measured first. A tree of n nodes verifies n + 1 tokens in one pass, so it
 pays where v(n + 1) stays near 1: the H200's v at batch 1 (specdec_core.h200_run) is flat to 64 tokens, this
 CPU's rises as a pass grows. Every number the page shows of the run is read here.
+
+The file `measured/smollm2-eagle-acceptance.json` is bench/eagle_calibration.py's map a+(q) of the same head: how
+often the target keeps a child the head ranks in its top 4, by the head's q, per rule; a dynamic tree
+(specdec_core.dynamic_tree.DynamicTree.accept) scores its paths with it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from numpy.typing import NDArray
 from specdec_core import h200_run
 
 DATA = Path(__file__).resolve().parent / "measured" / "cpu-eagle-trees-2026-12-06-xeon.json"
+ACCEPT = DATA.parent / "smollm2-eagle-acceptance.json"
+RULES = ("t1", "greedy")
 
 
 @dataclass(frozen=True)
@@ -93,3 +99,25 @@ def provenance_line() -> str:
     p = load()["provenance"]
     return (f"measured on {p['machine']} on {p['date']} (torch {p['torch']}), the project at commit {p['commit']}: "
             f"{p['command']}; file specdec_core/measured/{DATA.name}")
+
+
+def accept_map(rule: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The measured map a+(q) of smollm2-eagle's top children under `rule` ('t1' or 'greedy'): (q knots, a+)."""
+    if rule not in RULES:
+        raise ValueError(f"the acceptance map is measured for the rules {', '.join(RULES)}; got {rule!r}")
+    m = load(ACCEPT)["rules"][rule]
+    return tuple(m["knots"]), tuple(m["values"])
+
+
+def top_child_acceptance(position: int = 1) -> dict[str, float]:
+    """At draft `position`: what a sampled draft is kept with at T = 1 (1 - TV(p, q)) beside the head's top child
+    (and its top two) at T = 1 and under the greedy rule, from the acceptance map's file."""
+    return dict(load(ACCEPT)["per_position"][str(position)])
+
+
+def expected_by_rank(rule: str) -> tuple[float, ...]:
+    """Mean a+ of the head's rank-r child (r = 1..4) under `rule`, averaged over the file's draft positions."""
+    if rule not in RULES:
+        raise ValueError(f"the acceptance map is measured for the rules {', '.join(RULES)}; got {rule!r}")
+    per = [np.asarray(v[f"by_rank_{rule}"], dtype=np.float64) for v in load(ACCEPT)["per_position"].values()]
+    return tuple(float(x) for x in np.mean(per, axis=0))

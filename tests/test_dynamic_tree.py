@@ -4,6 +4,8 @@ target's law under sampling, with a negative control that must fail at the same 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -69,7 +71,7 @@ def _grown_by_depth(rng: np.random.Generator, spec: DynamicTree) -> list[tuple[n
         new = []
         for s in beam:
             law = rng.dirichlet(np.full(12, 0.3))  # (12,) a draft's law, often peaked
-            new += [s * x for x in np.sort(law)[::-1][: spec.top_k]]
+            new += [s * x for x in spec.edge(np.sort(law)[::-1][: spec.top_k])]  # a path: the product of a+(q)
         scores += new
         beam = sorted(new, reverse=True)[: spec.top_k]
         out.append((np.array(scores), np.array(beam)))
@@ -81,20 +83,83 @@ def _best_ratio(scores: np.ndarray, spec: DynamicTree, drafted: int) -> float:
     return (1.0 + np.sort(scores)[::-1][:n].sum()) / (drafted * spec.c + spec.v[n])
 
 
-@pytest.mark.parametrize("c, slope", [(0.08, 0.2), (0.07, 0.08), (0.02, 0.0), (0.2, 0.05)])
-def test_stopping_early_never_gives_up_a_better_deeper_tree(c: float, slope: float) -> None:
-    """Where worth_growing says stop at depth d, no deeper tree of the same draft has a better best cut."""
-    spec = DynamicTree(top_k=3, depth=5, budget=12, c=c, v=tuple(1.0 + slope * t for t in range(13)))
+OVERCONFIDENT = ((0.0, 0.5, 1.0), (0.0, 0.36, 0.93))  # T = 1 on SmolLM2: a child is kept with about 0.75 q
+UNDERCONFIDENT = ((0.0, 0.15, 0.45, 1.0), (0.0, 0.2, 0.55, 0.95))  # the greedy rule there: R = 1.33
+STEEP = ((0.0, 0.1, 1.0), (0.0, 0.35, 1.0))  # R = 3.5: children may score more than their parent in sum
+
+
+def _violations(spec: DynamicTree, rule: DynamicTree, draws: int = 300) -> tuple[int, int]:
+    """(stops, stops where a deeper tree had a better best cut) of worth_growing under `rule` on random drafts
+    grown and scored by `spec`."""
     rng = np.random.default_rng(0)
-    stops = 0
-    for _ in range(300):
+    stops = bad = 0
+    for _ in range(draws):
         grown = _grown_by_depth(rng, spec)
         ratios = [_best_ratio(sc, spec, d + 1) for d, (sc, _) in enumerate(grown)]
         for d, (sc, beam) in enumerate(grown[:-1]):
-            if not worth_growing(sc, beam, spec, d + 1):
+            if not worth_growing(sc, beam, rule, d + 1):
                 stops += 1
-                assert max(ratios[d + 1:]) <= ratios[d] + 1e-12
-    assert stops > 0  # the rule was exercised
+                bad += max(ratios[d + 1:]) > ratios[d] + 1e-12
+    return stops, bad
+
+
+@pytest.mark.parametrize("accept", [(), OVERCONFIDENT, UNDERCONFIDENT, STEEP])
+@pytest.mark.parametrize("c, slope", [(0.08, 0.2), (0.07, 0.08), (0.02, 0.0), (0.2, 0.05)])
+def test_stopping_early_never_gives_up_a_better_deeper_tree(c: float, slope: float, accept: tuple) -> None:
+    """Where worth_growing says stop at depth d, no deeper tree of the same draft has a better best cut, with or
+    without an acceptance map."""
+    spec = DynamicTree(top_k=3, depth=5, budget=12, c=c, v=tuple(1.0 + slope * t for t in range(13)), accept=accept)
+    stops, bad = _violations(spec, spec)
+    assert stops > 0 and bad == 0  # the rule was exercised, and never wrongly
+
+
+def test_the_bound_needs_the_maps_growth_factor() -> None:
+    """Negative control: under a map whose children can outscore their parent (R = 3.5), three children of 1/3 each
+    score 0.52 and their nine children 0.27 each; growing pays, which the bound with R sees and one with R = 1
+    (children never outscore their parent) does not."""
+    spec = DynamicTree(top_k=3, depth=2, budget=12, c=2.0, v=(1.0,) * 13, accept=STEEP)
+    assert spec.growth() == pytest.approx(3.5)
+    third = float(spec.edge(1 / 3))
+    now, deeper = np.full(3, third), np.full(12, third) * np.r_[np.ones(3), np.full(9, third)]
+    assert _best_ratio(deeper, spec, 2) > _best_ratio(now, spec, 1)
+    assert worth_growing(now, now, spec, 1)
+    assert not worth_growing(now, now, replace(spec, accept=()), 1)
+
+
+def test_growth_by_expectation_follows_how_sure_a_child_is() -> None:
+    """With `expect`, growth looks ahead on the expected tree: a weak draft (T = 1 on SmolLM2: the top child is kept
+    a third of the time) stops where the safe bound would grow; a sure one grows; and stopping ends the passes."""
+    cpu = DynamicTree(top_k=2, depth=4, budget=6, c=0.07, v=(1.0, 1.05, 1.23, 1.24, 1.4, 1.41, 1.45))
+    weak, sure = replace(cpu, expect=(0.33, 0.1)), replace(cpu, expect=(0.85, 0.05))
+    scores, beam = [0.33, 0.1], [0.33, 0.1]
+    assert worth_growing(scores, beam, cpu, 1)  # the bound: a child as sure as its parent could repay a pass
+    assert not worth_growing(scores, beam, weak, 1)
+    assert worth_growing([0.85, 0.05], [0.85, 0.05], sure, 1)
+    calls: list[int] = []
+
+    def expand(tokens: torch.Tensor, rows: list[int], mask: torch.Tensor, d: int) -> torch.Tensor:
+        calls.append(d)
+        return torch.zeros(tokens.numel(), 9)  # (w, V)
+
+    root = torch.log(torch.tensor([[0.34, 0.1] + [0.08] * 7]))  # (1, 9): a top child of 0.34
+    grown = grow_dynamic(root, weak, expand, 9)
+    assert calls == [] and grown.draft.tree.n_nodes >= 1
+    for bad in [(1.2,), (0.6, 0.6), (-0.1,), (float("nan"),), (0.1,) * 9]:
+        with pytest.raises(ValueError):
+            DynamicTree(expect=bad)
+
+
+def test_the_acceptance_map_is_checked_and_read() -> None:
+    spec = DynamicTree(accept=OVERCONFIDENT)
+    assert spec.edge([0.0, 0.25, 0.5, 1.0]) == pytest.approx([0.0, 0.18, 0.36, 0.93])
+    assert spec.log_edge(np.log([0.5])) == pytest.approx(np.log([0.36]))
+    assert spec.growth() == 1.0 and DynamicTree().growth() == 1.0 and DynamicTree().edge([0.3]) == [0.3]
+    assert DynamicTree(accept=UNDERCONFIDENT).growth() == pytest.approx(0.2 / 0.15)
+    for bad in [((0.0, 1.0),), ((0.1, 1.0), (0.0, 0.5)), ((0.0, 0.5, 0.4, 1.0), (0.0, 0.1, 0.2, 0.3)),
+                ((0.0, 1.0), (0.0, 1.2)), ((0.0, 0.5, 1.0), (0.0, 0.6, 0.5)), ((0.0, 1.0), (0.1, 0.5)),
+                ((0.0, float("nan"), 1.0), (0.0, 0.5, 0.9))]:
+        with pytest.raises(ValueError):
+            DynamicTree(accept=bad)
 
 
 def test_grow_dynamic_skips_the_passes_that_cannot_pay() -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from specdec_core import tree_run
+from specdec_core.dynamic_tree import DynamicTree
 
 PAGE = "views/trees.py"
 
@@ -19,6 +22,24 @@ def test_the_committed_run_reads_back_with_its_provenance() -> None:
     assert v[0] == 1.0 and v.size == 17 and v[8] > v[1] > 1.0  # this CPU: a longer pass costs more
     tokens, v_gpu = tree_run.h200_v_batch1()
     assert tokens.max() == 64 and v_gpu.max() < 1.1  # the H200 at batch 1: flat to 64 tokens
+
+
+def test_the_acceptance_map_reads_back_and_serves_a_dynamic_tree() -> None:
+    """The head's measured map: a top child is kept less often than a sampled draft at T = 1, and the map says why
+    (a+(q) below q); it is a valid DynamicTree map for both rules, with expectations that fall with the rank."""
+    raw = json.loads(tree_run.ACCEPT.read_text())
+    assert raw["provenance"]["command"].startswith("bench/eagle_calibration.py") and raw["provenance"]["commit"]
+    first = tree_run.top_child_acceptance(1)
+    assert first["top1_t1"] < first["top1_top2_t1"] < first["chain_sampled_t1"]  # T = 1: sampling beats top-2
+    assert first["top1_greedy"] > first["top1_t1"]
+    for rule in tree_run.RULES:
+        spec = DynamicTree(accept=tree_run.accept_map(rule), expect=tree_run.expected_by_rank(rule))
+        e = spec.expect
+        assert all(a >= b for a, b in zip(e, e[1:])) and 0 < sum(e) <= 1
+    t1 = DynamicTree(accept=tree_run.accept_map("t1"))
+    assert float(t1.edge(0.5)) < 0.45  # overconfident at T = 1: a child of q = 0.5 is kept well under half the time
+    with pytest.raises(ValueError, match="rules"):
+        tree_run.accept_map("t0.7")
 
 
 def test_the_trees_page_says_why_no_tree_pays_here_with_the_files_numbers(app_test) -> None:
