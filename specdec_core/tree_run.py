@@ -1,10 +1,12 @@
 """What trees did on a 2-core CPU, measured, set beside the H200's verify cost at batch 1.
 
-The file `measured/cpu-eagle-trees-2026-12-06-xeon.json` is bench/eagle_trees.py's run of the smollm2-eagle pair
+The file `measured/cpu-eagle-trees-2026-12-07-xeon.json` is bench/eagle_trees.py's run of the smollm2-eagle pair
 at T = 1 on a 2-core Xeon (provenance inside): autoregressive decoding, a chain, fixed trees and EAGLE-2's
-dynamic trees, and the verify cost v(T) measured first. A tree of n nodes verifies n + 1 tokens in one pass, so it
-pays where v(n + 1) stays near 1: the H200's v at batch 1 (specdec_core.h200_run) is flat to 64 tokens, this
-CPU's rises as a pass grows. Every number the page shows of the run is read here.
+dynamic trees, each dynamic tree scored two ways (configurations ending "measured": by the acceptance map below;
+"draft-q": by the draft's q, as EAGLE-2 does), and the verify cost v(T) measured first. A tree of n nodes
+verifies n + 1 tokens in one pass, so it pays where v(n + 1) stays near 1: the H200's v at batch 1
+(specdec_core.h200_run) is flat to 64 tokens, this CPU's rises as a pass grows.
+Every number the page shows of the run is read here.
 
 The file `measured/smollm2-eagle-acceptance.json` is bench/eagle_calibration.py's map a+(q) of the same head: how
 often the target keeps a child the head ranks in its top 4, by the head's q, per rule; a dynamic tree
@@ -22,8 +24,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from specdec_core import h200_run
+from specdec_core.dynamic_tree import DynamicTree
 
-DATA = Path(__file__).resolve().parent / "measured" / "cpu-eagle-trees-2026-12-06-xeon.json"
+DATA = Path(__file__).resolve().parent / "measured" / "cpu-eagle-trees-2026-12-07-xeon.json"
 ACCEPT = DATA.parent / "smollm2-eagle-acceptance.json"
 RULES = ("t1", "greedy")
 
@@ -64,16 +67,28 @@ def a_tree_pays() -> bool:
     return not best().config.startswith("chain")
 
 
-def dynamic_tokens_per_pass() -> tuple[float, float]:
-    """(least, most) tokens per pass over the dynamic-tree configurations."""
-    tpp = [r.tokens_per_pass for r in rows() if r.config.startswith("dynamic")]
+def dynamic_rows(scoring: str | None = None) -> list[TreeRunRow]:
+    """The dynamic-tree configurations; with scoring ('measured' or 'draft-q'), those scored that way."""
+    return [r for r in rows() if r.config.startswith("dynamic")
+            and (scoring is None or r.config.endswith(f" {scoring}"))]
+
+
+def dynamic_tokens_per_pass(scoring: str | None = None) -> tuple[float, float]:
+    """(least, most) tokens per pass over the dynamic-tree configurations (scored `scoring`)."""
+    tpp = [r.tokens_per_pass for r in dynamic_rows(scoring)]
     return min(tpp), max(tpp)
 
 
-def dynamic_draft_ms() -> tuple[float, float]:
-    """(least, most) drafting ms per round over the dynamic-tree configurations."""
-    ms = [r.draft_ms for r in rows() if r.config.startswith("dynamic")]
+def dynamic_draft_ms(scoring: str | None = None) -> tuple[float, float]:
+    """(least, most) drafting ms per round over the dynamic-tree configurations (scored `scoring`)."""
+    ms = [r.draft_ms for r in dynamic_rows(scoring)]
     return min(ms), max(ms)
+
+
+def dynamic_speedup(scoring: str | None = None) -> tuple[float, float]:
+    """(least, most) median speedup over the dynamic-tree configurations (scored `scoring`)."""
+    x = [r.speedup for r in dynamic_rows(scoring)]
+    return min(x), max(x)
 
 
 def cpu_v() -> NDArray[np.float64]:
@@ -109,6 +124,11 @@ def accept_map(rule: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
     return tuple(m["knots"]), tuple(m["values"])
 
 
+def kept_at(q: float, rule: str = "t1") -> float:
+    """a+(q): how often the target keeps a child the head gives probability q, under `rule` (the measured map)."""
+    return float(DynamicTree(accept=accept_map(rule)).edge(q))
+
+
 def top_child_acceptance(position: int = 1) -> dict[str, float]:
     """At draft `position`: what a sampled draft is kept with at T = 1 (1 - TV(p, q)) beside the head's top child
     (and its top two) at T = 1 and under the greedy rule, from the acceptance map's file."""
@@ -121,3 +141,10 @@ def expected_by_rank(rule: str) -> tuple[float, ...]:
         raise ValueError(f"the acceptance map is measured for the rules {', '.join(RULES)}; got {rule!r}")
     per = [np.asarray(v[f"by_rank_{rule}"], dtype=np.float64) for v in load(ACCEPT)["per_position"].values()]
     return tuple(float(x) for x in np.mean(per, axis=0))
+
+
+def accept_provenance_line() -> str:
+    """One line a page prints under the acceptance map's numbers."""
+    p = load(ACCEPT)["provenance"]
+    return (f"acceptance map measured on {p['machine']} on {p['date']} (torch {p['torch']}), the project at commit "
+            f"{p['commit']}: {p['command']}; file specdec_core/measured/{ACCEPT.name}")

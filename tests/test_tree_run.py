@@ -52,7 +52,15 @@ def test_the_trees_page_says_why_no_tree_pays_here_with_the_files_numbers(app_te
     assert tree_run.a_tree_pays() == (not top.config.startswith("chain"))
     verdict = "here a tree pays" if tree_run.a_tree_pays() else "here no tree pays"
     assert f"the best configuration is {top.config} at {top.speedup:.2f}x: {verdict}" in text
-    ms_lo, ms_hi = tree_run.dynamic_draft_ms()
-    assert f"costs {ms_lo:.1f}-{ms_hi:.1f} ms a round against {top.draft_ms:.1f} ms for {top.config}" in text
+    q_lo, q_hi = tree_run.dynamic_draft_ms("draft-q")
+    m_lo, m_hi = tree_run.dynamic_draft_ms("measured")
+    assert f"drafts {q_lo:.1f}-{q_hi:.1f} ms a round" in text
+    assert f"for {m_lo:.1f}-{m_hi:.1f} ms" in text and f"against {top.draft_ms:.1f} ms for {top.config}" in text
+    assert m_hi < q_lo  # the measured map grows fewer passes than the draft's own q, on every configuration
+    kept = tree_run.top_child_acceptance(1)
+    assert (f"{kept['top1_t1']:.2f} for the head's top child and {kept['top1_top2_t1']:.2f} for its top two, where a "
+            f"draft sampled from q is kept with 1 - TV(p, q) = {kept['chain_sampled_t1']:.2f}") in text
+    assert f"q = 0.5 is kept {tree_run.kept_at(0.5):.2f} of the time" in text
     assert f"stays between {v_gpu.min():.2f} and {v_gpu.max():.2f}" in text
     assert any(tree_run.DATA.name in c.value for c in at.caption)
+    assert any(tree_run.ACCEPT.name in c.value for c in at.caption)
