@@ -8,6 +8,12 @@ import streamlit as st
 from specdec_core import tree_run
 
 
+def _span(lo: float, hi: float, digits: int) -> str:
+    """'lo-hi' at `digits` decimals, or one number where both print the same."""
+    a, b = f"{lo:.{digits}f}", f"{hi:.{digits}f}"
+    return a if a == b else f"{a}-{b}"
+
+
 def measured_section() -> None:
     """A table of the CPU run and the one-line reason, in an expander under the token trees."""
     with st.expander("Measured: when a tree pays (a 2-core CPU against one H200)"):
@@ -23,6 +29,7 @@ def measured_section() -> None:
         m_lo, m_hi = tree_run.dynamic_tokens_per_pass("measured")
         m_ms_lo, m_ms_hi = tree_run.dynamic_draft_ms("measured")
         x_lo, x_hi = tree_run.dynamic_speedup("measured")
+        qx_lo, qx_hi = tree_run.dynamic_speedup("draft-q")
         kept = tree_run.top_child_acceptance(1)
         top = tree_run.best()
         verdict = "here a tree pays" if tree_run.a_tree_pays() else \
@@ -32,9 +39,9 @@ def measured_section() -> None:
             f"v({v.size}) = {v[-1]:.2f}. EAGLE-2's dynamic tree, sized from that v and grown only as deep as its cost "
             "model says could repay the draft passes, trusts the draft: it scores a path by the draft's own "
             f"probabilities. So scored (draft-q), it emits {q_lo:.2f}-{q_hi:.2f} tokens per pass and drafts "
-            f"{q_ms_lo:.1f}-{q_ms_hi:.1f} ms a round. Scored instead by how often the target really keeps a child "
-            f"(measured, below), it grows less: {m_lo:.2f}-{m_hi:.2f} tokens per pass for "
-            f"{m_ms_lo:.1f}-{m_ms_hi:.1f} ms, {x_lo:.2f}-{x_hi:.2f}x, against {top.draft_ms:.1f} ms for "
+            f"{_span(q_ms_lo, q_ms_hi, 1)} ms a round, {_span(qx_lo, qx_hi, 2)}x. Scored instead by how often the "
+            f"target really keeps a child (measured: see below), it grows less: {_span(m_lo, m_hi, 2)} tokens per "
+            f"pass for {_span(m_ms_lo, m_ms_hi, 1)} ms, {_span(x_lo, x_hi, 2)}x, against {top.draft_ms:.1f} ms for "
             f"{top.config}; the best configuration is {top.config} at {top.speedup:.2f}x: {verdict}.")
         st.markdown(
             "Why a tree gains so little at T = 1: its children are the draft's top choices, and the target keeps "
