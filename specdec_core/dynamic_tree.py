@@ -8,7 +8,7 @@ child's score never exceeds its parent's, so the best N hold their own parents (
 EAGLE-2 (Li et al., 2024) found the score well calibrated on its targets: a node's path is accepted with about its
 score, so a tree of the N best nodes yields about 1 + sum of their scores tokens per pass. Where it is not, `accept`
 maps a draft probability q to the measured chance a+(q) that the target keeps that child (bench/eagle_calibration.py:
-at T = 1 a deterministic child x is kept with p(x), which on SmolLM2 is about 0.75 q), and a path scores the
+at T = 1 a deterministic child x is kept with p(x), under the greedy rule when x = argmax p), and a path scores the
 product of a+ along it. N is chosen where the expected tokens, over the round's cost d x c + v(N + 1), are largest,
 with v(T) this device's verify cost of T tokens in target steps and d the draft passes made. Growth stops before
 `depth` when no deeper tree could beat the best cut of the tree so far (worth_growing): a node's children's draft

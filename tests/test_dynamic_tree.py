@@ -83,8 +83,8 @@ def _best_ratio(scores: np.ndarray, spec: DynamicTree, drafted: int) -> float:
     return (1.0 + np.sort(scores)[::-1][:n].sum()) / (drafted * spec.c + spec.v[n])
 
 
-OVERCONFIDENT = ((0.0, 0.5, 1.0), (0.0, 0.36, 0.93))  # T = 1 on SmolLM2: a child is kept with about 0.75 q
-UNDERCONFIDENT = ((0.0, 0.15, 0.45, 1.0), (0.0, 0.2, 0.55, 0.95))  # the greedy rule there: R = 1.33
+OVERCONFIDENT = ((0.0, 0.5, 1.0), (0.0, 0.36, 0.93))  # a draft more sure than the target: a+(q) < q
+UNDERCONFIDENT = ((0.0, 0.15, 0.45, 1.0), (0.0, 0.2, 0.55, 0.95))  # a draft less sure than the target: R = 1.33
 STEEP = ((0.0, 0.1, 1.0), (0.0, 0.35, 1.0))  # R = 3.5: children may score more than their parent in sum
 
 
