@@ -92,20 +92,29 @@ class TreeDraft:
 
 
 def choose_children(logits: torch.Tensor, b: int, sampling: SamplingConfig, generator: torch.Generator | None,
-                    vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """b distinct children per row of logits (w, V): the top b (greedy, q_i one-hot) or b draws without
-    replacement from q (Gumbel top-b), with q_i = q without x_1..x_{i-1}, renormalised (0 once q is exhausted)."""
+                    vocab_size: int, ids: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """b distinct children per row of logits (w, K): the top b (greedy, q_i one-hot) or b draws without
+    replacement from q (Gumbel top-b), with q_i = q without x_1..x_{i-1}, renormalised (0 once q is exhausted).
+
+    Column k of logits is token ids[k] (a sub-vocabulary head: every other id has logit -inf, so q = 0 there and
+    the law is the same as over all V ids); ids None means K = V. Returns x (w, b) token ids, q_i (w, b, V).
+    """
     if sampling.greedy:
-        x = logits.topk(b, dim=-1).indices  # (w, b)
+        k = logits.topk(b, dim=-1).indices  # (w, b) columns
+        x = k if ids is None else ids[k]  # (w, b) token ids
         return x, F.one_hot(x, vocab_size).float()  # (w, b), (w, b, V)
     tiny = torch.finfo(torch.float32).tiny
-    q = logits_to_probs(logits, sampling)  # (w, V)
-    u = torch.rand(q.shape, generator=generator, device=q.device).clamp_min_(tiny)  # (w, V)
-    x = (q.log() - (-u.log()).log()).topk(b, dim=-1).indices  # (w, b): Gumbel top-b = draws without replacement
-    onehot = F.one_hot(x, vocab_size).float()  # (w, b, V)
-    left = q.unsqueeze(1) * (1.0 - (onehot.cumsum(1) - onehot))  # (w, b, V): q without the earlier siblings
+    q = logits_to_probs(logits, sampling)  # (w, K)
+    u = torch.rand(q.shape, generator=generator, device=q.device).clamp_min_(tiny)  # (w, K)
+    k = (q.log() - (-u.log()).log()).topk(b, dim=-1).indices  # (w, b): Gumbel top-b = draws without replacement
+    onehot = F.one_hot(k, q.shape[-1]).float()  # (w, b, K)
+    left = q.unsqueeze(1) * (1.0 - (onehot.cumsum(1) - onehot))  # (w, b, K): q without the earlier siblings
     mass = left.sum(-1, keepdim=True)  # (w, b, 1)
-    return x, torch.where(mass > 0, left / mass.clamp_min(tiny), 0.0)
+    q_i = torch.where(mass > 0, left / mass.clamp_min(tiny), 0.0)  # (w, b, K)
+    if ids is None:
+        return k, q_i
+    full = q_i.new_zeros((*q_i.shape[:-1], vocab_size))  # (w, b, V)
+    return ids[k], full.index_copy_(-1, ids, q_i)
 
 
 Expand = Callable[[torch.Tensor, list[int], torch.Tensor, int], torch.Tensor]
@@ -129,11 +138,13 @@ def _on_path(parent: list[int], node: int, other: int) -> bool:
     return False
 
 
-def grow_dynamic(root_logits: torch.Tensor, spec: DynamicTree, expand: Expand, vocab_size: int) -> Grown:
+def grow_dynamic(root_logits: torch.Tensor, spec: DynamicTree, expand: Expand, vocab_size: int,
+                 ids: torch.Tensor | None = None) -> Grown:
     """EAGLE-2's tree (specdec_core.dynamic_tree): expand the top_k best-scored nodes per depth by their top_k
     children, stopping early where no deeper tree repays its passes (worth_growing), then keep the best nodes for
     this device's verify cost. expand(tokens (w,), parent rows in the last logits, mask (w, fed so far) of each new
-    node's fed ancestors, depth) feeds them -> their logits (w, V).
+    node's fed ancestors, depth) feeds them -> their logits (w, K), over the same columns as root_logits (1, K):
+    column k is token ids[k] (a sub-vocabulary head), or token k where ids is None (K = V).
     Children are the draft's top choices, so each q is one-hot; a path scores the product of spec.edge(q) along it.
     One host read per depth."""
     parent: list[int] = []
@@ -143,11 +154,12 @@ def grow_dynamic(root_logits: torch.Tensor, spec: DynamicTree, expand: Expand, v
     beam, fed, logits = [-1], [], root_logits  # beam: the candidates whose laws are the rows of logits
     d = 0  # draft passes made: the root's, then one per expansion
     for d in range(1, spec.depth + 1):
-        top_v, top_i = torch.log_softmax(logits.float(), -1).topk(min(spec.top_k, vocab_size), -1)  # (w, k)
-        vals, ids = spec.log_edge(top_v.cpu().numpy()).tolist(), top_i.tolist()  # log a+(q) per child
+        top_v, top_i = torch.log_softmax(logits.float(), -1).topk(min(spec.top_k, logits.shape[-1]), -1)  # (w, k)
+        top_x = top_i if ids is None else ids[top_i]  # (w, k) token ids
+        vals, xs = spec.log_edge(top_v.cpu().numpy()).tolist(), top_x.tolist()  # log a+(q) per child
         new = []
         for row, b in enumerate(beam):
-            for lp, x in zip(vals[row], ids[row]):
+            for lp, x in zip(vals[row], xs[row]):
                 if lp == float("-inf"):  # a sub-vocabulary head allows fewer tokens than top_k (or a+ = 0)
                     continue
                 new.append(len(parent))

@@ -330,6 +330,30 @@ def test_deterministic_children_under_a_sampling_target_keep_p() -> None:
     assert chi_square_gof(counts, np.full(6, 1 / 6))[2] < P_REJECT  # the test has power: uniform is rejected
 
 
+def test_children_over_a_sub_vocabulary_are_the_full_vocabularys_children() -> None:
+    """A head over S (logits (w, |S|), column k = token ids[k]) chooses as the same logits spread over V with -inf
+    outside S: the same top b under greedy; under sampling, distinct ids of S, and each q_i is q without the earlier
+    siblings, renormalised, scattered back onto V (zero outside S)."""
+    V, ids = 10, torch.tensor([1, 4, 5, 8])
+    sub = torch.randn(3, 4, generator=torch.Generator().manual_seed(5)) * 2  # (w, |S|)
+    full = torch.full((3, V), float("-inf")).index_copy_(1, ids, sub)  # (w, V)
+    greedy = SamplingConfig(0.0)
+    for got, want in zip(tdraft.choose_children(sub, 2, greedy, None, V, ids), tdraft.choose_children(full, 2, greedy,
+                                                                                                      None, V)):
+        assert torch.equal(got, want)
+    q = torch.softmax(full, -1)  # (w, V)
+    gen = torch.Generator().manual_seed(6)
+    for _ in range(20):
+        x, qs = tdraft.choose_children(sub, 3, SamplingConfig(1.0), gen, V, ids)  # (w, 3), (w, 3, V)
+        assert qs.shape == (3, 3, V) and set(x.flatten().tolist()) <= set(ids.tolist())
+        for row in range(3):
+            assert len(set(x[row].tolist())) == 3
+            left = q[row].clone()
+            for i in range(3):
+                torch.testing.assert_close(qs[row, i], left / left.sum())
+                left[x[row, i]] = 0.0
+
+
 @pytest.mark.slow
 def test_tree_engine_emits_the_target_law() -> None:
     """The one engine-level run (the rule's law, its negative control and the greedy-draft case are tested at the

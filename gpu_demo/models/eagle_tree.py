@@ -11,7 +11,8 @@ with the path's tokens and y, for the next round's first pass.
 
     slots fed per round:  [true pairs since last round] + one pass per depth over the nodes that get children
     q of a node's children: softmax(E_S g_node), zero outside S; children are the top b (greedy) or b draws without
-    replacement (tree_draft.choose_children), which the recursive rejection in tree_decode needs.
+    replacement (tree_draft.choose_children, over S's n_out ids, as the chain's draw), which the recursive rejection
+    in tree_decode needs.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class EagleTreeDrafter(TreeProposer):
         stable = self.head.cache_len + toks.shape[1]  # slots built from true features only; the root's is last
         g = self.head(feats, toks)[0, -1:]  # (1, C): the root's g
         for d, st in enumerate(draft_plan(tree), start=1):  # g: the nodes fed last, in feed order
-            x, qs = choose_children(self.head.logits(g), st.b, sampling, generator, V)  # (w, b), (w, b, V)
+            x, qs = choose_children(self.head.sub_logits(g), st.b, sampling, generator, V, self.head.out_ids)
             tokens[st.nodes], q[st.nodes] = x[st.rows, st.cols], qs[st.rows, st.cols]
             if not st.fed:
                 break
@@ -82,9 +83,9 @@ class EagleTreeDrafter(TreeProposer):
         def expand(tokens: torch.Tensor, rows: list[int], mask: torch.Tensor, d: int) -> torch.Tensor:
             pos = torch.full((tokens.numel(),), stable - 1 + d, dtype=torch.long, device=dev)
             g.append(self.head(g[-1][rows].unsqueeze(0), tokens.view(1, -1), pos, mask)[0])  # (w, C)
-            return self.head.logits(g[-1])  # (w, V)
+            return self.head.sub_logits(g[-1])  # (w, n_out): column k is token out_ids[k]
 
-        grown = grow_dynamic(self.head.logits(g[0]), spec, expand, V)
+        grown = grow_dynamic(self.head.sub_logits(g[0]), spec, expand, V, self.head.out_ids)
         self.head.rollback(stable)
         self._draft = grown.draft
         return self._draft
