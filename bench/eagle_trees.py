@@ -8,10 +8,11 @@ reversed on odd repeats. Per configuration: tokens per target pass, draft and ve
 synced timers), ms per token (wall, prefill included) and speedup = autoregressive ms/token / its ms/token in the
 same repeat; median (min-max) over repeats. A tree verifies n + 1 tokens in one pass, so it pays where v(n + 1)
 stays near 1 (bench/verify_cost.py measures v on this machine). A dynamic tree (EAGLE-2, --dynamic top_k,depth,budget)
-sizes itself each round from v(T) measured here first (T = 1..budget + 1, batch 1) and the head's c measured on a
-chain run (specdec_core.dynamic_tree), and scores a path by the head's measured acceptance map a+(q) for the rule
-(specdec_core.tree_run.accept_map, bench/eagle_calibration.py; T = 0 or 1 only). --accept draft-q scores it by the
-draft's own probabilities instead, as EAGLE-2 does; --accept both runs each dynamic tree both ways.
+sizes itself each round from v(T) measured here first (tree-masked passes, T = 1..budget + 1, batch 1) and the
+head's c measured on a chain run (specdec_core.dynamic_tree), and scores a path by the head's measured acceptance
+map a+(q) for the rule (specdec_core.tree_run.accept_map, bench/eagle_calibration.py; T = 0 or 1 only).
+--accept draft-q scores it by the draft's own probabilities instead, as EAGLE-2 does; --accept both runs each
+dynamic tree both ways.
 
     .venv/bin/python bench/eagle_trees.py --repeats 3 --json bench/eagle_trees_t1.json
 """
@@ -72,9 +73,11 @@ def run_config(pair, name: str, prompts: list[list[int]], n_new: int, sampling: 
 
 
 def device_costs(pair, prompt: list[int], budget: int) -> tuple[tuple[float, ...], float]:
-    """(v(T) for T = 1..budget + 1 at batch 1, the head's c): v from measure_v at context 256, c from a chain run's
-    draft time per drafted token over the target's decode step."""
-    v = [1.0] + [measure_v(pair.target, t - 1, [1], context=256, repeats=3)[0][3] for t in range(2, budget + 2)]
+    """(v(T) for T = 1..budget + 1 at batch 1, the head's c): v from measure_v at context 256 on tree-masked passes
+    (a star of T - 1 nodes: the explicit mask and positions cost the same whatever the tree's shape), c from a chain
+    run's draft time per drafted token over the target's decode step."""
+    v = [1.0] + [measure_v(pair.target, t - 1, [1], context=256, repeats=3, tree=branching_tree([t - 1]))[0][3]
+                 for t in range(2, budget + 2)]
     step_s = measure_v(pair.target, 1, [1], context=256, repeats=3)[0][1]
     events = list(speculative(pair.target, pair.drafter, prompt, 32, 3, SamplingConfig(0.0), seed=0, topk=0))
     c = sum(e.draft_s for e in events) / max(1, sum(len(e.drafted) for e in events)) / step_s

@@ -7,7 +7,9 @@ import torch
 
 from gpu_demo.measure import batch
 from gpu_demo.models.char import CharConfig, CharTransformer
+from gpu_demo.tree_decode import verify_mask
 from specdec_core.roofline import HARDWARE
+from specdec_core.trees import branching_tree
 
 
 def test_measure_v_returns_positive_ratios_and_leaves_an_empty_cache():
@@ -18,6 +20,32 @@ def test_measure_v_returns_positive_ratios_and_leaves_an_empty_cache():
     for _, t1, tv, v in rows:
         assert t1 > 0 and tv > 0 and v == tv / t1
     assert model.cache_len == 0
+
+
+class _Recording(CharTransformer):
+    """Records the (positions, tree_mask) of every multi-token forward."""
+
+    def forward(self, idx, positions=None, tree_mask=None):
+        if idx.shape[1] > 1 and self.cache_len > 0:
+            self.seen.append((positions, tree_mask))
+        return super().forward(idx, positions, tree_mask)
+
+
+def test_measure_v_of_a_tree_times_the_tree_engines_verify_pass():
+    """With a tree, the timed pass is the one tree_decode makes: positions context + depth and verify_mask."""
+    model = _Recording(CharConfig(vocab_size=20, n_layer=1, n_head=2, d_model=32, max_seq_len=96)).eval()
+    model.seen = []
+    tree = branching_tree([2, 1])  # 4 nodes at depths 1, 1, 2, 2
+    (b, t1, tv, v), = batch.measure_v(model, tree.n_nodes, batches=(1,), context=16, repeats=2, tree=tree)
+    assert b == 1 and v == tv / t1 and model.seen
+    for positions, mask in model.seen:
+        assert positions.tolist() == [16, 17, 17, 18, 18]
+        assert torch.equal(mask, verify_mask(tree))
+    model.seen = []
+    batch.measure_v(model, 4, batches=(1,), context=16, repeats=2)  # a chain: causal, no mask
+    assert model.seen and all(p is None and m is None for p, m in model.seen)
+    with pytest.raises(ValueError, match="4 nodes"):
+        batch.measure_v(model, 3, batches=(1,), context=16, repeats=1, tree=tree)
 
 
 def test_gpu_names_map_to_roofline_presets():

@@ -13,24 +13,39 @@ from collections.abc import Callable, Sequence
 import torch
 
 from gpu_demo.device import timed_once
+from gpu_demo.tree_decode import verify_mask
 from specdec_core.roofline import HARDWARE, Hardware
 from specdec_core.steptime import DecoderShape, spec_curve
+from specdec_core.trees import Tree
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
-def _timed_forward(model, idx: torch.Tensor, start: int, repeats: int) -> float:
-    """Median seconds of forward(idx (B, T)) from a cache of `start` positions (rolled back each time)."""
+def _timed_forward(model, idx: torch.Tensor, start: int, repeats: int, tree: Tree | None = None) -> float:
+    """Median seconds of forward(idx (B, T)) from a cache of `start` positions (rolled back each time); with a tree
+    (T = its nodes + 1), the tree engine's verify pass: positions start + depth and the tree's attention mask."""
+    args = ()
+    if tree is not None:
+        depth = torch.cat([torch.zeros(1, dtype=torch.long), torch.as_tensor(tree.depth, dtype=torch.long)])  # (T,)
+        args = ((start + depth).to(idx.device), verify_mask(tree).to(idx.device))
     times = []
     for _ in range(repeats):
         model.rollback(start)
-        times.append(timed_once(lambda: model.forward(idx), idx.device))
+        times.append(timed_once(lambda: model.forward(idx, *args), idx.device))
     return statistics.median(times)
 
 
 def measure_v(model, gamma: int, batches: Sequence[int] = BATCHES, context: int = 64, repeats: int = 7,
-              on_progress: Callable[[float], None] | None = None) -> list[tuple[int, float, float, float]]:
-    """(B, decode s, verify s, v) per batch size, on any DecoderLM (the GPU is where it is meaningful)."""
+              on_progress: Callable[[float], None] | None = None, tree: Tree | None = None
+              ) -> list[tuple[int, float, float, float]]:
+    """(B, decode s, verify s, v) per batch size, on any DecoderLM (the GPU is where it is meaningful).
+
+    v = t(gamma + 1 new tokens) / t(1): a chain's causal pass, or with `tree` (gamma = its nodes) the tree-masked
+    pass that verifies it (tree_decode.verify_mask), which a dynamic tree's costs should come from.
+    """
+    if tree is not None and tree.n_nodes != gamma:
+        raise ValueError(f"a tree of {tree.n_nodes} nodes verifies {tree.n_nodes + 1} tokens, not gamma + 1 = "
+                         f"{gamma + 1}")
     dev = model.device
     gen = torch.Generator(device="cpu").manual_seed(0)
     rows = []
@@ -41,7 +56,7 @@ def measure_v(model, gamma: int, batches: Sequence[int] = BATCHES, context: int 
             model.forward(ids[:, :context])  # the cached context
             _timed_forward(model, ids[:, context:context + 1], context, 2)  # warm-up
             t1 = _timed_forward(model, ids[:, context:context + 1], context, repeats)  # (B, 1) decode step
-            tv = _timed_forward(model, ids[:, context:context + gamma + 1], context, repeats)  # (B, gamma+1) verify
+            tv = _timed_forward(model, ids[:, context:context + gamma + 1], context, repeats, tree)  # (B, gamma+1)
             rows.append((b, t1, tv, tv / t1))
             if on_progress:
                 on_progress((i + 1) / len(batches))
