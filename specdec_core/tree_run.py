@@ -8,9 +8,10 @@ verifies n + 1 tokens in one pass, so it pays where v(n + 1) stays near 1: the H
 (specdec_core.h200_run) is flat to 64 tokens, this CPU's rises as a pass grows.
 Every number the page shows of the run is read here.
 
-The file `measured/smollm2-eagle-acceptance.json` is bench/eagle_calibration.py's map a+(q) of the same head: how
-often the target keeps a child the head ranks in its top 4, by the head's q, per rule; a dynamic tree
-(specdec_core.dynamic_tree.DynamicTree.accept) scores its paths with it.
+The file `measured/smollm2-eagle-acceptance.json` is bench/eagle_calibration.py's map a+(q) of the same head (each
+file's provenance names the head, and both provenance lines print it): how often the target keeps a child the head
+ranks in its top 4, by the head's q, per rule; a dynamic tree (specdec_core.dynamic_tree.DynamicTree.accept) scores
+its paths with it.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def h200_span() -> tuple[int, int, float, float]:
 def provenance_line() -> str:
     """One line a page prints under the run's numbers."""
     p = load()["provenance"]
-    return (f"measured on {p['machine']} on {p['date']} (torch {p['torch']}), the project at commit {p['commit']}: "
-            f"{p['command']}; file specdec_core/measured/{DATA.name}")
+    return (f"measured with {p['head']} on {p['machine']} on {p['date']} (torch {p['torch']}), the project at commit "
+            f"{p['commit']}: {p['command']}; file specdec_core/measured/{DATA.name}")
 
 
 def accept_map(rule: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -146,5 +147,5 @@ def expected_by_rank(rule: str) -> tuple[float, ...]:
 def accept_provenance_line() -> str:
     """One line a page prints under the acceptance map's numbers."""
     p = load(ACCEPT)["provenance"]
-    return (f"acceptance map measured on {p['machine']} on {p['date']} (torch {p['torch']}), the project at commit "
-            f"{p['commit']}: {p['command']}; file specdec_core/measured/{ACCEPT.name}")
+    return (f"acceptance map of {p['head']}, measured on {p['machine']} on {p['date']} (torch {p['torch']}), the "
+            f"project at commit {p['commit']}: {p['command']}; file specdec_core/measured/{ACCEPT.name}")

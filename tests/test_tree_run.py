@@ -66,3 +66,6 @@ def test_the_trees_page_says_why_no_tree_pays_here_with_the_files_numbers(app_te
     assert f"stays between {v_gpu.min():.2f} and {v_gpu.max():.2f}" in text
     assert any(tree_run.DATA.name in c.value for c in at.caption)
     assert any(tree_run.ACCEPT.name in c.value for c in at.caption)
+    head = tree_run.load()["provenance"]["head"]  # the run and the map are of one head, and both lines name it
+    assert head == tree_run.load(tree_run.ACCEPT)["provenance"]["head"]
+    assert sum(head in c.value for c in at.caption) == 2
