@@ -45,7 +45,7 @@ from gpu_demo.tree_decode import tree_speculative
 from specdec_core.dynamic_tree import DynamicTree
 from specdec_core.repeats import check_repeats, spread
 from specdec_core.tree_run import accept_map, expected_by_rank
-from specdec_core.trees import branching_tree, parse_ints
+from specdec_core.trees import branching_tree, greedy_tree, parse_ints
 
 
 def run_config(pair, name: str, prompts: list[list[int]], n_new: int, sampling: SamplingConfig,
@@ -72,11 +72,12 @@ def run_config(pair, name: str, prompts: list[list[int]], n_new: int, sampling: 
             "draft_s": sum(e.draft_s for e in events), "verify_s": sum(e.verify_s for e in events)}
 
 
-def device_costs(pair, prompt: list[int], budget: int) -> tuple[tuple[float, ...], float]:
+def device_costs(pair, prompt: list[int], budget: int, rule: str) -> tuple[tuple[float, ...], float]:
     """(v(T) for T = 1..budget + 1 at batch 1, the head's c): v from measure_v at context 256 on tree-masked passes
-    (a star of T - 1 nodes: the explicit mask and positions cost the same whatever the tree's shape), c from a chain
-    run's draft time per drafted token over the target's decode step."""
-    v = [1.0] + [measure_v(pair.target, t - 1, [1], context=256, repeats=3, tree=branching_tree([t - 1]))[0][3]
+    (of greedy_tree's T - 1 nodes for the head's measured acceptance by rank under `rule`: the shape a dynamic tree
+    grows toward), c from a chain run's draft time per drafted token over the target's decode step."""
+    rates = expected_by_rank(rule)
+    v = [1.0] + [measure_v(pair.target, t - 1, [1], context=256, repeats=3, tree=greedy_tree(rates, t - 1))[0][3]
                  for t in range(2, budget + 2)]
     step_s = measure_v(pair.target, 1, [1], context=256, repeats=3)[0][1]
     events = list(speculative(pair.target, pair.drafter, prompt, 32, 3, SamplingConfig(0.0), seed=0, topk=0))
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> dict:
     runs: dict[str, list[dict]] = {n: [] for n in names}
     with torch.inference_mode():
         run_config(pair, "ar", prompts[:1], 8, sampling)  # warm-up (allocations, kernels)
-        v, c = device_costs(pair, prompts[0], max((s.budget for s in specs.values()), default=0))
+        v, c = device_costs(pair, prompts[0], max((s.budget for s in specs.values()), default=0), rule)
         dynamic = {n: replace(s, v=v[: s.budget + 1], c=c) for n, s in specs.items()}
         for r in range(args.repeats):
             for name in names if r % 2 == 0 else names[::-1]:
