@@ -66,6 +66,15 @@ def verify_mask(tree: Tree) -> torch.Tensor:
     return mask
 
 
+def verify_args(tree: Tree, base: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
+    """The extra forward arguments of the pass verifying [root, nodes] from a cache of `base` slots: none for no
+    tree or a chain (the causal mask is the tree mask), else (positions base + depth (n + 1,), verify_mask)."""
+    if not tree.n_nodes or tree.parent == tuple(range(-1, tree.n_nodes - 1)):
+        return ()
+    depth = torch.cat([torch.zeros(1, dtype=torch.long), torch.as_tensor(tree.depth, dtype=torch.long)])  # (n + 1,)
+    return (base + depth).to(device), verify_mask(tree).to(device)
+
+
 # ----------------------------------------------------------------------------------------------- the round
 
 
@@ -138,12 +147,7 @@ def tree_round(target: DecoderLM, drafter: TreeProposer, pending: torch.Tensor, 
     draft_s = watch.lap()
     base, dev = target.cache_len, target.device
     idx = torch.cat([pending, draft.tokens]).view(1, -1)  # (1, n + 1)
-    if tree.n_nodes and tree.parent != tuple(range(-1, tree.n_nodes - 1)):  # 2. one pass, node j at base +
-        # depth(j) seeing the prefix, the root and its ancestors
-        positions = base + torch.cat([torch.zeros(1, dtype=torch.long), torch.as_tensor(tree.depth)]).to(dev)
-        logits = target.forward(idx, positions, verify_mask(tree).to(dev))[0]  # (n + 1, V)
-    else:  # no tree or a chain: the causal mask is the tree mask
-        logits = target.forward(idx)[0]
+    logits = target.forward(idx, *verify_args(tree, base, dev))[0]  # 2. one pass: (n + 1, V)
     if sampling.greedy:  # 3. walk the tree
         path, tried, y = greedy_walk(logits, draft)
         p, u = torch.softmax(logits.float(), -1), []

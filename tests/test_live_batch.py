@@ -9,7 +9,7 @@ from gpu_demo.measure import batch
 from gpu_demo.models.char import CharConfig, CharTransformer
 from gpu_demo.tree_decode import verify_mask
 from specdec_core.roofline import HARDWARE
-from specdec_core.trees import branching_tree
+from specdec_core.trees import branching_tree, chain
 
 
 def test_measure_v_returns_positive_ratios_and_leaves_an_empty_cache():
@@ -43,6 +43,9 @@ def test_measure_v_of_a_tree_times_the_tree_engines_verify_pass():
         assert torch.equal(mask, verify_mask(tree))
     model.seen = []
     batch.measure_v(model, 4, batches=(1,), context=16, repeats=2)  # a chain: causal, no mask
+    assert model.seen and all(p is None and m is None for p, m in model.seen)
+    model.seen = []
+    batch.measure_v(model, 2, batches=(1,), context=16, repeats=2, tree=chain(2))  # the engine verifies it causally
     assert model.seen and all(p is None and m is None for p, m in model.seen)
     with pytest.raises(ValueError, match="4 nodes"):
         batch.measure_v(model, 3, batches=(1,), context=16, repeats=1, tree=tree)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from gpu_demo.device import timed_once
-from gpu_demo.tree_decode import verify_mask
+from gpu_demo.tree_decode import verify_args
 from specdec_core.roofline import HARDWARE, Hardware
 from specdec_core.steptime import DecoderShape, spec_curve
 from specdec_core.trees import Tree
@@ -23,11 +23,8 @@ BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 def _timed_forward(model, idx: torch.Tensor, start: int, repeats: int, tree: Tree | None = None) -> float:
     """Median seconds of forward(idx (B, T)) from a cache of `start` positions (rolled back each time); with a tree
-    (T = its nodes + 1), the tree engine's verify pass: positions start + depth and the tree's attention mask."""
-    args = ()
-    if tree is not None:
-        depth = torch.cat([torch.zeros(1, dtype=torch.long), torch.as_tensor(tree.depth, dtype=torch.long)])  # (T,)
-        args = ((start + depth).to(idx.device), verify_mask(tree).to(idx.device))
+    (T = its nodes + 1), the pass the tree engine makes to verify it (tree_decode.verify_args)."""
+    args = () if tree is None else verify_args(tree, start, idx.device)
     times = []
     for _ in range(repeats):
         model.rollback(start)
@@ -41,7 +38,8 @@ def measure_v(model, gamma: int, batches: Sequence[int] = BATCHES, context: int 
     """(B, decode s, verify s, v) per batch size, on any DecoderLM (the GPU is where it is meaningful).
 
     v = t(gamma + 1 new tokens) / t(1): a chain's causal pass, or with `tree` (gamma = its nodes) the tree-masked
-    pass that verifies it (tree_decode.verify_mask), which a dynamic tree's costs should come from.
+    pass that verifies it (tree_decode.verify_args: a chain-shaped tree is verified causally), which a dynamic
+    tree's costs should come from.
     """
     if tree is not None and tree.n_nodes != gamma:
         raise ValueError(f"a tree of {tree.n_nodes} nodes verifies {tree.n_nodes + 1} tokens, not gamma + 1 = "
