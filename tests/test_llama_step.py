@@ -96,3 +96,64 @@ def test_step_plan_on_the_smollm2_target_bit_for_bit() -> None:
     assert (smol.model._step_plan is not None) == (fmt != "float32")
     ids = smol.tokenizer.encode("The capital of France is").ids
     _passes_both_ways(smol.model, ids, [1, 504, 3058, 28, 2])
+
+
+def _bf16_or_skip(model) -> None:
+    from gpu_demo.models.quant import quant_unavailable_reason
+
+    if quant_unavailable_reason("bf16"):
+        pytest.skip(quant_unavailable_reason("bf16"))
+    model.quantize_for_cpu("bf16")
+    assert model._step_plan is not None and model._step_plan.fmt == "bf16"
+
+
+def _rows_and_steps(model, prompt: list[int], tree: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(logits of one verify pass, the same rows as single steps along each row's own path): a chain of 4 tokens,
+    or a tree of 4 nodes (root; two children of the root; a grandchild under the second child)."""
+    new = [6, 7, 8, 9]
+    paths = [[0], [0, 1], [0, 2], [0, 2, 3]] if tree else [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3]]
+    tree_mask = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 1, 0], [1, 0, 1, 1]], dtype=torch.bool)  # (4, 4)
+    with torch.inference_mode():
+        model.reset(1)
+        model(torch.tensor([prompt]))
+        if tree:
+            rows = model(torch.tensor([new]), torch.tensor([0, 1, 1, 2]) + model.cache_len, tree_mask)[0]  # (4, V)
+        else:
+            rows = model(torch.tensor([new]))[0]  # (4, V)
+        steps = []
+        for path in paths:
+            model.reset(1)
+            model(torch.tensor([prompt]))
+            steps.append([model(torch.tensor([[new[j]]])) for j in path][-1][0, 0])  # (V,)
+    return rows, torch.stack(steps)
+
+
+@pytest.mark.parametrize("tree", [False, True])
+def test_a_bf16_verify_pass_is_the_single_steps_bit_for_bit(tree: bool) -> None:
+    """bf16 rounds every map's input to 8 bits, so the verify pass attends row by row: each row (a chain's, or a
+    tree node's) equals the single step along its own path, bit for bit; greedy output stays greedy."""
+    model = init_random(TINY, seed=7, max_len=32).eval()
+    _bf16_or_skip(model)
+    rows, steps = _rows_and_steps(model, [1, 2, 3, 4, 5], tree)
+    assert torch.equal(rows, steps)
+
+
+@pytest.mark.slow
+def test_bf16_rows_on_the_smollm2_target_and_the_negative_control(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the real target the rows equal the steps; attending all rows in one call (what fp16 does) does not: its
+    sums in another order, rounded to bf16, moved SmolLM2's logits by up to 0.375 (measured)."""
+    from gpu_demo.models import llama_step
+    from gpu_demo.models.gguf import SmolLM2Unavailable, load_smollm2
+
+    try:
+        smol = load_smollm2(max_len=64)
+    except SmolLM2Unavailable as exc:
+        pytest.fail(str(exc))
+    _bf16_or_skip(smol.model)
+    prompt = smol.tokenizer.encode("The capital of France is Paris, and the capital of Spain is").ids
+    for tree in (False, True):
+        rows, steps = _rows_and_steps(smol.model, prompt, tree)
+        assert torch.equal(rows, steps)
+    monkeypatch.setattr(llama_step, "ROW_ATTENTION_FORMATS", ())
+    rows, steps = _rows_and_steps(smol.model, prompt, False)
+    assert not torch.equal(rows, steps) and float((rows - steps).abs().max()) < 2.0

@@ -25,7 +25,14 @@ from gpu_demo.sampler import SamplingConfig
 from specdec_core.stats import chi_square_gof
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-QUANT = ("fp16", "int8", "int4")
+QUANT = ("fp16", "bf16", "int8", "int4")
+
+
+def _need(fmt: str) -> None:
+    """Skip where `fmt` does not run on this CPU (bf16: oneDNN packs it only with AVX-512 or AVX-NE-CONVERT); the
+    fallback itself is tested everywhere (test_bf16_runs_exactly_where_onednn_packs_it and the forced-off tests)."""
+    if quant.quant_unavailable_reason(fmt):
+        pytest.skip(quant.quant_unavailable_reason(fmt))
 
 
 def _w(n: int = 48, k: int = 96, seed: int = 0) -> torch.Tensor:
@@ -49,8 +56,7 @@ def test_int4_rejects_blocks_of_the_wrong_shape() -> None:
 
 @pytest.mark.parametrize("fmt", QUANT)
 def test_quant_linear_is_close_to_float32_and_keeps_its_parameter(fmt: str) -> None:
-    if quant.quant_unavailable_reason(fmt):
-        pytest.skip(quant.quant_unavailable_reason(fmt))
+    _need(fmt)
     lin = torch.nn.Linear(96, 48, bias=False)
     lin.weight.data = _w()
     ql = QuantLinear(fmt, lin.weight)
@@ -58,7 +64,7 @@ def test_quant_linear_is_close_to_float32_and_keeps_its_parameter(fmt: str) -> N
     with torch.no_grad():
         y, ref = ql(x), F.linear(x, lin.weight)
     assert y.shape == (3, 4, 48) and ql.weight is lin.weight
-    tol = {"fp16": 1e-3, "int8": 0.05, "int4": 0.15}[fmt]
+    tol = {"fp16": 1e-3, "bf16": 0.02, "int8": 0.05, "int4": 0.15}[fmt]
     assert float((y - ref).norm() / ref.norm()) < tol
     assert not torch.equal(y, ref)  # the quantised kernel really ran
     y.requires_grad_(False)
@@ -86,8 +92,26 @@ def test_missing_kernel_falls_back_to_float32(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_the_probe_passes_here_for_every_format_torch_ships() -> None:
-    """This repo's CPUs (x86 with AVX2) run all three; a failure here means the fallback above is what runs."""
-    assert [quant.quant_unavailable_reason(f) for f in QUANT] == [None, None, None]
+    """This repo's CPUs (x86 with AVX2) run these three; a failure here means the fallback above is what runs."""
+    assert [quant.quant_unavailable_reason(f) for f in ("fp16", "int8", "int4")] == [None, None, None]
+
+
+def _cpu_flags() -> set[str]:
+    with open("/proc/cpuinfo") as f:
+        return next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
+
+
+def test_bf16_runs_exactly_where_onednn_packs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bf16 runs on a CPU with AVX-512 (BW, VL, DQ) or AVX-NE-CONVERT and falls back to float32, saying why,
+    elsewhere and when forced off (SPECDEC_CPU_BF16=0), so both paths are exercised on every machine."""
+    flags = _cpu_flags()
+    if not flags:
+        pytest.skip("no /proc/cpuinfo flags to check against")
+    packs = {"avx512bw", "avx512vl", "avx512dq"} <= flags or "avx_ne_convert" in flags
+    assert (quant.quant_unavailable_reason("bf16") is None) == packs
+    monkeypatch.setenv("SPECDEC_CPU_BF16", "0")
+    fmt, words = quant.cpu_weight_format("bf16")
+    assert fmt == "float32" and "bf16 packing forced off" in words and "\n" not in words
 
 
 TINY = LlamaConfig(vocab_size=V, dim=64, n_layers=2, n_heads=2, n_kv_heads=1, hidden_dim=128, max_seq_len=64)
@@ -95,6 +119,7 @@ TINY = LlamaConfig(vocab_size=V, dim=64, n_layers=2, n_heads=2, n_kv_heads=1, hi
 
 @pytest.mark.parametrize("fmt", QUANT)
 def test_quantize_for_cpu_swaps_kernels_and_float32_undoes_it(fmt: str) -> None:
+    _need(fmt)
     model = init_random(TINY, seed=1, max_len=32).eval()
     keys = set(model.state_dict())
     ids = torch.tensor([[1, 2, 3, 4]])
@@ -115,6 +140,7 @@ def test_quantize_for_cpu_swaps_kernels_and_float32_undoes_it(fmt: str) -> None:
 @pytest.mark.parametrize("fmt", QUANT)
 def test_fused_maps_give_the_separate_maps_logits_bit_for_bit(fmt: str) -> None:
     """[wq; wk; wv] and [w1; w3] as one kernel call each leave the law unchanged: equal logits."""
+    _need(fmt)
     model = init_random(TINY, seed=2, max_len=32).eval()
     ids = torch.tensor([[1, 2, 3, 4, 5]])
     with torch.no_grad():
@@ -163,6 +189,7 @@ def exact_joint_of(model, cfg: SamplingConfig) -> np.ndarray:
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", QUANT)
 def test_speculative_law_on_a_quantised_target_matches_its_own_law(fmt: str) -> None:
+    _need(fmt)
     cfg = SamplingConfig(temperature=1.0)
     target = init_random(TINY, seed=3, max_len=32).eval()
     draft = init_random(TINY, seed=4, max_len=32).eval()
@@ -176,10 +203,12 @@ def test_speculative_law_on_a_quantised_target_matches_its_own_law(fmt: str) -> 
     assert chi_square_gof(counts, other)[2] < P_REJECT  # negative control: the same counts reject it
 
 
-@pytest.mark.parametrize("fmt", quant.ROWWISE_FORMATS)
+@pytest.mark.parametrize("fmt", (*quant.ROWWISE_FORMATS, "bf16"))
 def test_a_pass_of_t_rows_is_t_steps_bit_for_bit_where_the_kernel_rounds_activations(fmt: str) -> None:
-    """int8 and int4 round x per block, so a last-bit difference can move a value a whole step: a verify pass
-    must compute each row as a T = 1 step does (row-by-row attention; int4's rows one call each)."""
+    """int8 and int4 round x per block, bf16 to 8 bits, so a last-bit difference can move a value a whole step: a
+    verify pass must compute each row as a T = 1 step does (int8/int4: as single steps; bf16: one attention call per
+    row, gpu_demo.models.llama_step.attend_rows)."""
+    _need(fmt)
     model = init_random(TINY, seed=5, max_len=32).eval()
     model.quantize_for_cpu(fmt)
     prompt, new = torch.tensor([[1, 2, 3, 4, 5]]), [3, 1, 4, 1, 5]
@@ -201,6 +230,6 @@ def test_a_tree_pass_on_activation_rounding_weights_is_refused_in_one_line(fmt: 
         model.reset(1)
         model(torch.tensor([[1, 2, 3]]))
         mask = torch.tensor([[True, False], [True, True]])  # (T, T): the root, then one child
-        with pytest.raises(ValueError, match="token trees and batches need fp16 or float32") as err:
+        with pytest.raises(ValueError, match="token trees and batches need fp16, bf16 or float32") as err:
             model(torch.tensor([[4, 5]]), torch.tensor([3, 4]), mask)
     assert "\n" not in str(err.value)

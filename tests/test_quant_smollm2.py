@@ -45,8 +45,10 @@ def test_int4_blocks_are_the_files_numbers() -> None:
         assert torch.equal(quant.int4_dequant(q, d, m), state[name])
 
 
-@pytest.mark.parametrize("weights", ["fp16", "int8", "int4"])
+@pytest.mark.parametrize("weights", ["fp16", "bf16", "int8", "int4"])
 def test_lookup_pair_greedy_exact_on_quantised_target(weights: str) -> None:
+    if quant.quant_unavailable_reason(weights):
+        pytest.skip(quant.quant_unavailable_reason(weights))  # bf16 without AVX-512: tests/test_quant.py's fallback
     pair = _pair("smollm2-lookup", weights=weights)
     assert pair.target.weight_format == weights and weights in pair.info["target"]
     assert pair.info["target_weights"] == quant.describe(weights)
@@ -60,6 +62,19 @@ def test_eagle_pair_greedy_exact_on_the_default_cpu_weights() -> None:
     pair = _pair("smollm2-eagle")
     assert pair.target.weight_format == CPU_WEIGHTS
     _greedy_equal(pair, "Name three colours.", 10, 3)
+
+
+def test_eagle_pair_greedy_exact_on_bf16_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bf16 rounds every map's input, so only row-by-row attention keeps 40 greedy tokens equal at gamma 1 and 3."""
+    from gpu_demo.models.smollm2 import WEIGHTS_ENV
+
+    if quant.quant_unavailable_reason("bf16"):
+        pytest.skip(quant.quant_unavailable_reason("bf16"))
+    monkeypatch.setenv(WEIGHTS_ENV, "bf16")
+    pair = _pair("smollm2-eagle")
+    assert pair.target.weight_format == "bf16" and "bf16 weights" in pair.info["target"]
+    for gamma in (1, 3):
+        _greedy_equal(pair, "Explain in two sentences why the sky is blue.", 40, gamma)
 
 
 @pytest.mark.parametrize("weights", ["int8", "int4"])

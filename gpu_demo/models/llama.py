@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
-from gpu_demo.models.llama_step import StepPlan, build_plan, rms_norm, step_tokens
+from gpu_demo.models.llama_step import PLAN_FORMATS, StepPlan, build_plan, rms_norm, step_tokens
 from gpu_demo.models.ort_step import OrtStep, build_ort_step
 from gpu_demo.models.packed import (
     PACK_MIN_ROWS,
@@ -231,7 +231,7 @@ class Llama(CachedDecoder, nn.Module):
         self._packed_head: tuple[PackedLinear, ...] = ()  # set by pack_for_cpu
         self._quant_head: tuple[QuantLinear, ...] = ()  # set by quantize_for_cpu
         self.weight_format = "float32"  # of the linear maps' inference path (quantize_for_cpu)
-        self._step_plan: StepPlan | None = None  # batch-1 decode step over fp16 maps (quantize_for_cpu)
+        self._step_plan: StepPlan | None = None  # batch-1 decode step over fp16/bf16 maps (quantize_for_cpu)
         self._ort_step: OrtStep | None = None  # batch-1 decode step as one graph over int8/int4 maps (likewise)
         self.static_steps = None  # fixed-shape steps, CUDA graphs on a GPU (gpu_demo.models.graphs.use_static_steps)
 
@@ -286,8 +286,8 @@ class Llama(CachedDecoder, nn.Module):
 
         "float32" undoes any quantisation and packs as pack_for_cpu does. int4 takes each map's blocks (q, d, m)
         from q4 (the GGUF's own, by state-dict name) where given; the tied head, stored in the GGUF as Q8_0,
-        runs int8 (the same blocks of 32) in the int8 and int4 formats and fp16 in fp16. The float32 weights stay
-        (training, state dict).
+        runs int8 (the same blocks of 32) in the int8 and int4 formats, fp16 in fp16 and bf16 in bf16. The float32
+        weights stay (training, state dict).
         """
         self.pack_for_cpu(None)
         dequantize_linears(self)
@@ -300,7 +300,8 @@ class Llama(CachedDecoder, nn.Module):
             return 0
         self.set_weight_layout(False)
         w = self.tok_embeddings.weight if self.output is None else self.output.weight
-        self._quant_head = (QuantLinear("fp16" if fmt == "fp16" else "int8", w.detach()),)  # a tuple: no submodule
+        head_fmt = fmt if fmt in PLAN_FORMATS else "int8"  # the GGUF's Q8_0 head stays 8-bit in int8 and int4
+        self._quant_head = (QuantLinear(head_fmt, w.detach()),)  # a tuple: no submodule
         self.weight_format = fmt
         n = quantize_linears(self, fmt, q4) + 1
         for layer in self.layers:  # the decode path's fused maps
@@ -350,7 +351,7 @@ class Llama(CachedDecoder, nn.Module):
         """idx (B, T) at positions cache_len..cache_len+T-1 -> logits (B, T, V) float32; appends T to the cache.
 
         A token tree passes positions (T,) (absolute, for RoPE) and tree_mask (T, S) (base.tree_bias_at_offset).
-        A batch-1 inference step runs as one ONNX Runtime graph on int8/int4 weights (ort_step); on fp16 every
+        A batch-1 inference step runs as one ONNX Runtime graph on int8/int4 weights (ort_step); on fp16 and bf16 every
         batch-1 pass (a step, a verify pass of a chain or a tree) runs in fewer Python calls (llama_step). On weights
         whose kernels round the activations (quant.ROWWISE_FORMATS), a chain of T > 1 tokens after the first pass (a
         verify pass) runs as T single steps (see _as_steps); a tree or a batch there is refused.
@@ -360,14 +361,14 @@ class Llama(CachedDecoder, nn.Module):
         if cpu_inference and B == T == 1 and positions is None and tree_mask is None and self._ort_step is not None:
             logits, self.last_hidden = self._ort_step(self, idx)  # int8/int4: the step is one graph
             return logits
-        if cpu_inference and B == 1 and self._step_plan is not None:  # fp16: the general path's logits, fewer calls
+        if cpu_inference and B == 1 and self._step_plan is not None:  # fp16/bf16: the general path's logits
             logits, self.last_hidden = step_tokens(self, self._step_plan, idx, positions, tree_mask)
             return logits
         if self.weight_format in ROWWISE_FORMATS and T > 1 and self.cache_len > 0:
             if tree_mask is not None or B != 1:
                 raise ValueError(f"a {self.weight_format} target verifies chains of one sequence only (its verify pass "
-                                 "runs as single steps to stay exact); token trees and batches need fp16 or float32 "
-                                 "weights (SPECDEC_CPU_WEIGHTS)")
+                                 "runs as single steps to stay exact); token trees and batches need fp16, bf16 or "
+                                 "float32 weights (SPECDEC_CPU_WEIGHTS)")
             if positions is None:
                 return self._as_steps(idx)
         if self.static_steps is not None and not torch.is_grad_enabled():

@@ -1,4 +1,4 @@
-"""Batch-1 steps of an fp16-weight Llama in few Python calls, with the same arithmetic as Llama.forward.
+"""Batch-1 steps of an fp16- or bf16-weight Llama in few Python calls, with the same arithmetic as Llama.forward.
 
 A CPU decode step of SmolLM2-135M is 121 small matrix-vector products and ~1,500 tiny tensor ops; at one thread the
 Python and dispatch cost around them (module calls, reshapes, per-layer RoPE factors) was a third of the step. The
@@ -9,6 +9,12 @@ with more Python calls for T > 1 would count its own overhead as verification. E
 runs on the same values (the same kernels on the same inputs, elementwise ops whose layout does not change their
 results), so the logits are bit for bit those of the general path (tests/test_llama_step.py checks torch.equal on
 the real target, for steps, chains and trees).
+
+bf16 weights round every map's input to 8 bits, where a last-bit difference moves a value a whole step: attention
+over T rows at once sums in another order than T single steps (4e-7 apart on this CPU), which moved SmolLM2's
+logits by up to 0.375 and parted greedy speculative from greedy output. On bf16 a verify pass therefore attends row
+by row (attend_rows): one attention call per token over the keys its single step reads, so its logits are the
+steps' bit for bit; the maps themselves compute each row alone in both kernels.
 
 The int8 and int4 formats take one ONNX Runtime graph per step instead (gpu_demo.models.ort_step)."""
 
@@ -22,6 +28,37 @@ import torch.nn.functional as F
 from gpu_demo.models.base import causal_bias_at_offset, tree_bias_at_offset
 from gpu_demo.models.quant import kernel
 
+PLAN_FORMATS = ("fp16", "bf16")  # formats whose verify pass batches its rows on one kernel call per map
+# formats that round activations (bf16: x to 8 bits before each map), so a last-bit difference in attention can
+# move a logit a whole step: their verify passes attend row by row (row_keys), as the single steps do
+ROW_ATTENTION_FORMATS = ("bf16",)
+
+
+def row_keys(start: int, T: int, tree_mask: torch.Tensor | None) -> list[torch.Tensor | int]:
+    """Per new token i, the cache slots it attends in ascending order: start + i + 1 (the slots 0..start+i of a
+    chain, as a slice end) or, in a token tree, the committed prefix and the last S slots that tree_mask[i] marks.
+
+    A single step at the same position attends exactly these keys (the accepted path sits in slot order, ancestors
+    first), so one attention call per row over them is the step's own call.
+    """
+    if tree_mask is None:
+        return [start + i + 1 for i in range(T)]
+    s = tree_mask.shape[1]
+    first = start + T - s  # slots before the masked window: the committed prefix, seen by every row
+    prefix = torch.arange(first, device=tree_mask.device)
+    return [torch.cat([prefix, first + tree_mask[i].nonzero().view(-1)]) for i in range(T)]
+
+
+def attend_rows(q: torch.Tensor, ck: torch.Tensor, cv: torch.Tensor, keys: list[torch.Tensor | int]) -> torch.Tensor:
+    """softmax(q_i K_i^T / sqrt(hd)) V_i per row i over the cache slots keys[i]: q (1, nh, T, hd) -> (1, nh, T, hd).
+
+    The single step's call, T times: a batched call sums in another order (measured on this CPU: 4e-7 apart)."""
+    out = []
+    for i, kept in enumerate(keys):
+        k, v = (ck[:, :, :kept], cv[:, :, :kept]) if isinstance(kept, int) else (ck[:, :, kept], cv[:, :, kept])
+        out.append(F.scaled_dot_product_attention(q[:, :, i : i + 1], k, v, enable_gqa=True))  # (1, nh, 1, hd)
+    return torch.cat(out, dim=2)
+
 
 def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
     """y = x / sqrt(mean(x^2) + eps) * w over the last axis (x, w float32; F.rms_norm's own ops, half its cost)."""
@@ -32,16 +69,16 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
 class StepPlan:
     """What one decode step reads: per layer (attention norm w, [wq; wk; wv], wo, ffn norm w, [w1; w3], w2)."""
 
-    fmt: str  # the weight format of the layers and the head (gpu_demo.models.quant): fp16
+    fmt: str  # the weight format of the layers and the head (gpu_demo.models.quant): one of PLAN_FORMATS
     layers: tuple[tuple, ...]  # per layer: (n1 (C,), qkv packed, wo packed, n2 (C,), gate_up packed, w2 packed)
     norm: torch.Tensor  # (C,) final norm weight
     head: tuple  # the output head's packed tensors
 
 
 def build_plan(model) -> StepPlan | None:
-    """The plan of a full-vocabulary Llama whose every decode-path map and head is fp16 and fused; else None."""
+    """The plan of a full-vocabulary Llama whose decode-path maps and head are in PLAN_FORMATS and fused; else None."""
     fmt = model.weight_format
-    if fmt != "fp16" or not model._quant_head or model.out_ids is not None:
+    if fmt not in PLAN_FORMATS or not model._quant_head or model.out_ids is not None:
         return None
     layers = []
     for layer in model.layers:
@@ -62,7 +99,8 @@ def step_tokens(model, plan: StepPlan, idx: torch.Tensor, positions: torch.Tenso
     cache; x += W_o attention(q, K, V; mask); x += W_2 (silu(W_1 h') * W_3 h') with h' = norm(x). T = 1 is a
     decode step; T > 1 a verify pass of a chain (causal mask) or of a token tree (positions (T,) rotate by the
     tree's depths, tree_mask (T, S) as in Llama.forward), so a verify pass pays the step's Python cost, not the
-    general path's.
+    general path's. On ROW_ATTENTION_FORMATS a pass after the first attends row by row (attend_rows), so a verify
+    pass's logits are the single steps' bit for bit (the general path batches attention: close, not equal).
     """
     cfg = model.cfg
     C, nh, nkv, hd, eps = cfg.dim, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.norm_eps
@@ -78,6 +116,8 @@ def step_tokens(model, plan: StepPlan, idx: torch.Tensor, positions: torch.Tenso
     else:
         mask = None if T == 1 else causal_bias_at_offset(start, T, idx.device, torch.float32)  # (T, start + T)
     end = start + T
+    # a verify pass (not the prompt's first pass, which both decoders make alike) attends row by row
+    keys = row_keys(start, T, tree_mask) if T > 1 and start > 0 and plan.fmt in ROW_ATTENTION_FORMATS else None
     x = model.tok_embeddings(idx).view(T, C)  # (T, C)
     for (n1, qkv, wo, n2, gate_up, w2), ck, cv in zip(plan.layers, model.cache.k, model.cache.v):
         y = lin(rms_norm(x, n1, eps), *qkv).view(T, nh + 2 * nkv, hd).transpose(0, 1)  # (nh + 2 nkv, T, hd)
@@ -85,8 +125,11 @@ def step_tokens(model, plan: StepPlan, idx: torch.Tensor, positions: torch.Tenso
         qk = torch.view_as_real(qk * rot).view(nh + nkv, T, hd)  # rotated q (nh rows) then k (nkv rows)
         ck[0, :, start:end] = qk[nh:]  # (nkv, T, hd)
         cv[0, :, start:end] = y[nh + nkv:]
-        att = F.scaled_dot_product_attention(qk[:nh].view(1, nh, T, hd), ck[:, :, :end], cv[:, :, :end],
-                                             attn_mask=mask, enable_gqa=True)  # (1, nh, T, hd)
+        if keys is None:
+            att = F.scaled_dot_product_attention(qk[:nh].view(1, nh, T, hd), ck[:, :, :end], cv[:, :, :end],
+                                                 attn_mask=mask, enable_gqa=True)  # (1, nh, T, hd)
+        else:
+            att = attend_rows(qk[:nh].view(1, nh, T, hd), ck, cv, keys)  # (1, nh, T, hd)
         x = x + lin(att.transpose(1, 2).reshape(T, nh * hd), *wo)
         g, u = lin(rms_norm(x, n2, eps), *gate_up).chunk(2, dim=-1)  # (T, H) each
         x = x + lin(F.silu(g) * u, *w2)

@@ -5,6 +5,8 @@ A batch-1 decode step streams every weight once, so on a CPU its time follows th
 fp16 2, int8 1 (+ a scale per block of 32), int4 0.5 (+ a scale and a minimum per group of 32). The kernels:
 
     fp16:  y = x W16^T, W16 = fp16(W), float32 x and accumulation     (fbgemm, F16C + AVX2: weight-only)
+    bf16:  y = bf16(bf16(x) W16^T), W16 = bf16(W), float32 sums       (oneDNN's packed inner product: AMX tiles
+                                                                        where the CPU has them, else AVX-512)
     int8:  W = s q per block of 32 weights, x rounded to int8 per row  (ONNX Runtime MatMulNBits, llama.cpp's
            and block of 32, integer dot products per block             Q8_0 arithmetic: gpu_demo.models.ort_blocks)
     int4:  W = d q + m per block of 32 (the GGUF's Q4_1 numbers),      (ONNX Runtime MatMulNBits at zero point 8,
@@ -35,12 +37,13 @@ from torch import nn
 
 from gpu_demo.models.linears import swap_linears, unswap_linears
 from gpu_demo.models.ort_blocks import Q4Map, Q8Map, ort_linear, q8_dequant, q8_from_float
+from gpu_demo.models.packed import bf16_unavailable_reason, pack_weight, packed_linear
 
-FORMATS = ("float32", "fp16", "int8", "int4")  # weight formats of a CPU target, most bytes first
+FORMATS = ("float32", "fp16", "bf16", "int8", "int4")  # weight formats of a CPU target, most bytes first
 GROUP = 32  # GGUF Q4_1/Q8_0 block length
 # bytes a kernel streams per weight: int8 adds a float32 scale per block of 32, int4 a float32 scale and a float32
 # minimum term per block of 32 (8 bytes per 32 weights, gpu_demo.models.ort_blocks.Q4Map)
-BYTES_PER_WEIGHT = {"float32": 4.0, "fp16": 2.0, "int8": 1.0 + 4 / 32, "int4": 0.5 + 8 / 32}
+BYTES_PER_WEIGHT = {"float32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0 + 4 / 32, "int4": 0.5 + 8 / 32}
 # formats whose kernels round the activations too: a Llama on them runs a verify pass as single steps, bit for bit
 # (Llama._as_steps; gpu_demo.models.ort_blocks says why), so greedy speculative output stays greedy autoregressive
 ROWWISE_FORMATS = ("int8", "int4")
@@ -131,21 +134,34 @@ def fbgemm_fp16_linear(x: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
     return _op("quantized", "linear_dynamic_fp16")(x, packed)
 
 
+# ---------------------------------------------------------------------------- bf16 --
+def onednn_bf16_pack(w: torch.Tensor) -> torch.Tensor:
+    """W (N, K) -> oneDNN's packed bf16 copy for one-row products (opaque; only onednn_bf16_linear reads it)."""
+    return pack_weight(w.detach().float(), torch.bfloat16, 1)
+
+
+def onednn_bf16_linear(x: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
+    """x (M, K) float32 -> bf16(bf16(x) W^T) (M, N) as float32; each row's result does not depend on the others."""
+    return packed_linear(x, packed)
+
+
 # ----------------------------------------------------------------------- the probe --
 def pack(fmt: str, w: torch.Tensor, q4: tuple[torch.Tensor, ...] | None = None) -> tuple[torch.Tensor, ...]:
     """W (N, K) float32 (or int4's (q, d, m) blocks) -> the tensors `fmt`'s kernel reads."""
     if fmt == "fp16":
         return (fbgemm_fp16_pack(w),)
+    if fmt == "bf16":
+        return (onednn_bf16_pack(w),)
     if fmt == "int8":
         return (Q8Map(w),)
     if fmt == "int4":
         return (Q4Map.from_blocks(*(q4 if q4 is not None else int4_from_float(w))),)
-    raise ValueError(f"quantised formats are fp16, int8 and int4; got {fmt!r}")
+    raise ValueError(f"quantised formats are fp16, bf16, int8 and int4; got {fmt!r}")
 
 
 def kernel(fmt: str):
     """`fmt`'s linear kernel: a function (x (M, K) float32, *pack()'s tensors) -> (M, N)."""
-    return {"fp16": fbgemm_fp16_linear, "int8": ort_linear, "int4": ort_linear}[fmt]
+    return {"fp16": fbgemm_fp16_linear, "bf16": onednn_bf16_linear, "int8": ort_linear, "int4": ort_linear}[fmt]
 
 
 def run(fmt: str, x: torch.Tensor, packed: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -154,9 +170,11 @@ def run(fmt: str, x: torch.Tensor, packed: tuple[torch.Tensor, ...]) -> torch.Te
 
 
 def reference_weight(fmt: str, w: torch.Tensor) -> torch.Tensor:
-    """The float32 weight (N, K) `fmt`'s kernel stands for: fp16(W), s q per block (int8), d q + m (int4)."""
+    """The float32 weight (N, K) `fmt`'s kernel stands for: fp16(W), bf16(W), s q per block (int8), d q + m (int4)."""
     if fmt == "fp16":
         return w.half().float()
+    if fmt == "bf16":
+        return w.bfloat16().float()
     if fmt == "int8":
         return q8_dequant(*q8_from_float(w), w.shape[1])
     return int4_dequant(*int4_from_float(w))
@@ -166,7 +184,8 @@ def reference_weight(fmt: str, w: torch.Tensor) -> torch.Tensor:
 def _probe(fmt: str) -> str | None:
     """None where the `fmt` kernel runs here and matches x W^T of its own weight on a tiny case, else why not.
 
-    int8 and int4 round x as well, so they get 5% relative error; fp16 1e-4. A missing kernel library (ONNX Runtime
+    int8 and int4 round x as well, so they get 5% relative error; bf16 rounds x and y to 8 bits, 2%; fp16 1e-4.
+    A missing kernel library (ONNX Runtime
     for int8 and int4) counts as a missing kernel.
     """
     g = torch.Generator().manual_seed(0)
@@ -177,7 +196,7 @@ def _probe(fmt: str) -> str | None:
     except Exception as exc:  # any failure means "not here" (ONNX Runtime raises its own classes)
         return f"the {fmt} kernel is not available here ({str(exc).strip().splitlines()[0][:160]})"
     ref = x @ reference_weight(fmt, w).t()
-    tol = 0.05 if fmt in ("int8", "int4") else 1e-4
+    tol = {"int8": 0.05, "int4": 0.05, "bf16": 0.02}.get(fmt, 1e-4)
     if not bool(torch.isfinite(y).all()) or float((y - ref).norm() / ref.norm()) > tol:
         return f"the {fmt} kernel's result is off on this CPU"
     return None
@@ -191,6 +210,8 @@ def quant_unavailable_reason(fmt: str) -> str | None:
         return None
     if os.environ.get(QUANT_ENV, "").strip() == "0":
         return f"quantised weights forced off ({QUANT_ENV}=0)"
+    if fmt == "bf16" and (why := bf16_unavailable_reason()) is not None:
+        return f"the bf16 kernel is not available here ({why})"
     return _probe(fmt)
 
 
@@ -206,6 +227,7 @@ def describe(fmt: str) -> str:
     """The weight format in words."""
     return {"float32": "float32 weights",
             "fp16": "fp16 weights, float32 compute (fbgemm)",
+            "bf16": "bf16 weights and activations, float32 sums (oneDNN; AMX tiles where the CPU has them)",
             "int8": f"int8 weights and activations per block of {GROUP}, llama.cpp's Q8_0 arithmetic "
                     "(ONNX Runtime MatMulNBits, one graph per step; a verify pass runs as single steps)",
             "int4": f"int4 weights from the GGUF's Q4_1 blocks (scale and minimum per {GROUP}), int8 activations "
@@ -215,7 +237,7 @@ def describe(fmt: str) -> str:
 
 # ---------------------------------------------------------------------- the module --
 class QuantLinear(nn.Module):
-    """A bias-free y = x W^T whose inference path runs on an fp16, int8 or int4 copy of W (module docstring).
+    """A bias-free y = x W^T whose inference path runs on an fp16, bf16, int8 or int4 copy of W (module docstring).
 
     Training (autograd on) and non-float32 or non-CPU inputs use the float32 weight.
     """
@@ -275,7 +297,7 @@ def fused(fmt: str, maps: list[QuantLinear]) -> tuple[QuantLinear, ...]:
     blocks (they may be the GGUF's) and keeps the separate maps packed; the others pack the stacked float32
     weight and release the separate copies. Returns () where the maps are not quantised alike.
     """
-    if fmt not in ("fp16", "int8", "int4") or any(not isinstance(m, QuantLinear) or m.fmt != fmt for m in maps):
+    if fmt not in ("fp16", "bf16", "int8", "int4") or any(not isinstance(m, QuantLinear) or m.fmt != fmt for m in maps):
         return ()
     with torch.no_grad():
         w = torch.cat([m.weight.detach() for m in maps])  # (sum N_i, K): only packed, not kept

@@ -89,7 +89,10 @@ _TARGETS: dict[tuple[str, str, int, str], SmolLM2] = {}
 _TARGETS_LOCK = threading.Lock()
 # The target's CPU format: fp16, TV 6e-4 from float32, whose verify pass batches its rows. int8 and int4 (ONNX
 # Runtime's blocks, TV 0.03) decode plain faster but compute a verify pass's rows as single steps to keep greedy
-# outputs exact, so speculation pays less on them (bench/quant_decode.py, gpu_demo.models.ort_blocks).
+# outputs exact, so speculation pays less on them (bench/quant_decode.py, gpu_demo.models.ort_blocks). bf16 (oneDNN,
+# AMX tiles where the CPU has them) makes a verify pass's extra rows nearly free but its single step slower than
+# fp16's on this repo's CPUs, so it is a choice (SPECDEC_CPU_WEIGHTS=bf16), not the default
+# (bench/live_smollm2_eagle_bf16_xeon_t1.json).
 CPU_WEIGHTS = "fp16"
 WEIGHTS_ENV = "SPECDEC_CPU_WEIGHTS"
 

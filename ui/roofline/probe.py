@@ -26,10 +26,13 @@ FORMAT_WORDS = {"float32": "float32 (4 bytes a weight)", "fp16": "fp16 (2 bytes)
 
 
 def formats_here(device_type: str) -> list[str]:
-    """The weight formats the probe can run here: the CPU's quantised kernels that pass their probe."""
+    """The weight formats the probe can run here: the CPU's quantised kernels that pass their probe.
+
+    Not bf16: its kernel runs on AMX tiles where the CPU has them, whose peak the probe's float32 FLOP rate does not
+    measure, so the model's knee for it would be wrong."""
     if device_type != "cpu":
         return ["float32"]
-    return [f for f in FORMATS if quant_unavailable_reason(f) is None]
+    return [f for f in FORMATS if f != "bf16" and quant_unavailable_reason(f) is None]
 
 
 def knee_words(res: ProbeResult) -> str:
