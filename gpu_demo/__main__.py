@@ -306,8 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "needs --force: it holds the shipped weights)")
     t.add_argument("--force", action="store_true", help="allow overwriting the shipped weights in gpu_demo/assets")
     t.set_defaults(func=cmd_train)
-    from gpu_demo.measure.probe import PROBE_SHAPES
-    from gpu_demo.models.quant import FORMATS
+    from gpu_demo.measure.probe import PROBE_FORMATS, PROBE_SHAPES
 
     pr = sub.add_parser("probe", help="time linear layers at growing tokens per pass (the roofline probe)")
     pr.add_argument("--shape", choices=list(PROBE_SHAPES), default="Llama-3.2-1B, 1 layer")
@@ -315,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--max-tokens", type=int_in(1, 65536), default=512)
     pr.add_argument("--budget", type=float_in(0.1, 3600.0), default=None, help="seconds, about (default: the shape's)")
     add_threads(pr, default=None)
-    pr.add_argument("--weights", choices=list(FORMATS), default="float32", help="weight format (CPU kernels)")
+    pr.add_argument("--weights", choices=list(PROBE_FORMATS), default="float32", help="weight format (CPU kernels)")
     pr.set_defaults(func=cmd_probe)
     return ap
 

@@ -123,6 +123,18 @@ def test_probe_on_fp16_weights_models_two_bytes_per_weight():
         run_to_end(probe(TINY, device="cpu", weights="int3"))
 
 
+def test_the_probe_leaves_out_bf16_whose_amx_peak_its_model_does_not_measure():
+    from gpu_demo.__main__ import build_parser
+    from gpu_demo.measure.probe import PROBE_FORMATS
+    from ui.roofline.probe import formats_here
+
+    assert "bf16" not in PROBE_FORMATS and "fp16" in PROBE_FORMATS and "bf16" not in formats_here("cpu")
+    with pytest.raises(ValueError, match="weights must be one of float32, fp16, int8, int4; got 'bf16'"):
+        run_to_end(probe(TINY, device="cpu", weights="bf16"))
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["probe", "--weights", "bf16"])
+
+
 def test_the_probe_restores_torchs_thread_count():
     """threads= applies while the probe runs; torch's process-wide count is back afterwards, also when a caller
     abandons the probe after its first event (the live page's Stop)."""

@@ -146,13 +146,18 @@ def run_stack(x: torch.Tensor, weights: list[torch.Tensor] | list[Linear], shape
     return x
 
 
+# the weight formats the probe's model describes: not bf16, whose kernel runs on AMX tiles where the CPU has them, a
+# peak the probe's float32 FLOP rate does not measure, so the model's knee for it would be wrong
+PROBE_FORMATS = tuple(f for f in FORMATS if f != "bf16")
+
+
 def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget_s: float | None = None,
           seed: int = 0, threads: int | None = None, weights: str = "float32") -> Iterator[ProbeEvent]:
     """Measure ceilings, then time the stack at T = 1, 2, 4, ... <= max_tokens within about budget_s.
 
     threads: CPU threads for torch while the probe runs (None keeps torch's setting); ceilings are measured with
     the same count, and torch's process-wide count is restored when the probe ends or is abandoned.
-    weights: the linears' weight format (gpu_demo.models.quant.FORMATS; on a CPU). The model reads that many
+    weights: the linears' weight format (one of PROBE_FORMATS; on a CPU). The model reads that many
     bytes per weight at the measured copy bandwidth and computes at the measured float32 matmul rate, so its
     knee K = peak x bytes / (2 x bandwidth) halves with each halving of the bytes (the seed's claim).
     """
@@ -166,8 +171,8 @@ def probe(shape: ProbeShape, device: str = "auto", max_tokens: int = 512, budget
 def _probe(shape: ProbeShape, device: str, max_tokens: int, budget_s: float | None, seed: int, threads: int | None,
            weights: str) -> Iterator[ProbeEvent]:
     """probe's body: torch's thread count is set here and restored by probe."""
-    if weights not in FORMATS:
-        raise ValueError(f"weights must be one of {', '.join(FORMATS)}; got {weights!r}")
+    if weights not in PROBE_FORMATS:
+        raise ValueError(f"weights must be one of {', '.join(PROBE_FORMATS)}; got {weights!r}")
     if max_tokens < 2:
         raise ValueError(f"max_tokens must be >= 2; got {max_tokens}")
     budget_s = shape.budget_s if budget_s is None else budget_s

@@ -11,8 +11,8 @@ import streamlit as st
 
 from gpu_demo.device import device_label, resolve_device
 from gpu_demo.live.queue import device_queue
-from gpu_demo.measure.probe import PROBE_SHAPES, ProbeResult, format_table, probe
-from gpu_demo.models.quant import FORMATS, quant_unavailable_reason
+from gpu_demo.measure.probe import PROBE_FORMATS, PROBE_SHAPES, ProbeResult, format_table, probe
+from gpu_demo.models.quant import quant_unavailable_reason
 from ui.chart_wire import charts_last
 from ui.controls import bound_select
 from ui.presenter import show
@@ -26,13 +26,11 @@ FORMAT_WORDS = {"float32": "float32 (4 bytes a weight)", "fp16": "fp16 (2 bytes)
 
 
 def formats_here(device_type: str) -> list[str]:
-    """The weight formats the probe can run here: the CPU's quantised kernels that pass their probe.
-
-    Not bf16: its kernel runs on AMX tiles where the CPU has them, whose peak the probe's float32 FLOP rate does not
-    measure, so the model's knee for it would be wrong."""
+    """The weight formats the probe can run here: the CPU's quantised kernels that pass their probe (of
+    PROBE_FORMATS: the formats its model describes)."""
     if device_type != "cpu":
         return ["float32"]
-    return [f for f in FORMATS if f != "bf16" and quant_unavailable_reason(f) is None]
+    return [f for f in PROBE_FORMATS if quant_unavailable_reason(f) is None]
 
 
 def knee_words(res: ProbeResult) -> str:
@@ -69,7 +67,7 @@ def format_table_section(shape: str) -> None:
     st.dataframe(
         [{"weights": FORMAT_WORDS.get(f, f), "bytes per weight": r.weight_bytes, "t(1) ms": 1e3 * r.measured_s[0],
           "model knee (tokens)": round(r.knee_model, 1), "measured knee (tokens)": knee_words(r)}
-         for f, r in sorted(runs.items(), key=lambda kv: FORMATS.index(kv[0]))],
+         for f, r in sorted(runs.items(), key=lambda kv: PROBE_FORMATS.index(kv[0]))],
         hide_index=True)
     st.caption(
         "The model reads each format's bytes per weight at the measured copy bandwidth and computes at the "
