@@ -17,7 +17,7 @@ import torch
 
 from gpu_demo.flags import CliParser, add_json, add_temperature, add_threads, parse
 from gpu_demo.measure.bench import environment
-from gpu_demo.models.packed import DRAFT_ENV, DRAFT_KERNELS
+from gpu_demo.models.quant import DRAFT_ENV, DRAFT_KERNELS
 from gpu_demo.reports import write_report
 from gpu_demo.sampler import SamplingConfig
 from specdec_core.repeats import check_repeats, race_order, spread

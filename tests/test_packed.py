@@ -24,15 +24,13 @@ from gpu_demo.decode import autoregressive, run, speculative
 from gpu_demo.models.eagle import EagleDrafter
 from gpu_demo.models.packed import (
     BF16_ENV,
-    DRAFT_ENV,
     PackedLinear,
     bf16_unavailable_reason,
-    draft_packing,
     pack_linears,
     packing_available,
     unpack_linears,
 )
-from gpu_demo.models.quant import QUANT_ENV, QuantLinear, quant_unavailable_reason
+from gpu_demo.models.quant import DRAFT_ENV, QUANT_ENV, QuantLinear, draft_packing, quant_unavailable_reason
 from gpu_demo.sampler import SamplingConfig
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"),

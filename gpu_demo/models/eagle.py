@@ -32,8 +32,8 @@ from torch import nn
 from gpu_demo.drafters import Draft, Drafter
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
 from gpu_demo.models.llama import Block, Llama, LlamaConfig, rope_tables
-from gpu_demo.models.packed import PackedLinear, draft_packing, pack_linears, packing_available
-from gpu_demo.models.quant import QuantLinear, fused, quantize_linears
+from gpu_demo.models.packed import PackedLinear, pack_linears, packing_available
+from gpu_demo.models.quant import QuantLinear, draft_packing, fused, quantize_linears
 from gpu_demo.sampler import SamplingConfig, next_token
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"

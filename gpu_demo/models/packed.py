@@ -11,9 +11,9 @@ draft whose weights the target's pass has just evicted from the caches) and x is
 
 oneDNN packs bf16 weights only on CPUs with AVX-512 (BW, VL, DQ) or AVX-NE-CONVERT; elsewhere (many laptops, AMD
 EPYC without AVX-512) it refuses. :func:`bf16_unavailable_reason` asks once, by packing and multiplying a tiny
-bf16 weight; :func:`draft_packing` picks a draft's kernel (fbgemm's fp16 first, then bf16 here, then float32) and
-says why where one is refused (or skipped: ``SPECDEC_DRAFT_KERNEL``, ``SPECDEC_CPU_BF16=0``), so every caller takes
-a path this CPU can run and can say which.
+bf16 weight; gpu_demo.models.quant.draft_packing picks a draft's kernel (fbgemm's fp16 first, then bf16 here, then
+float32) and says why where one is refused (or skipped: ``SPECDEC_DRAFT_KERNEL``, ``SPECDEC_CPU_BF16=0``), so every
+caller takes a path this CPU can run and can say which.
 
     y = x W^T    (rows < min_rows, or autograd on, or not a CPU float32 input: F.linear on W itself)
     y = x W~^T   (otherwise: W~ = W reordered (and rounded to `dtype`) once, at pack time)
@@ -38,8 +38,6 @@ def packing_available() -> bool:
 
 PACK_MIN_ROWS = 4  # F.linear's BLAS kernel is the fastest up to 3 rows and switches at 4 (bench/verify_cost.py)
 BF16_ENV = "SPECDEC_CPU_BF16"  # "0": never pack in bf16 (forces the float32 fallback, for tests and comparisons)
-DRAFT_KERNELS = ("fp16", "bf16", "float32")  # a draft's weight copies, in the order they are preferred
-DRAFT_ENV = "SPECDEC_DRAFT_KERNEL"  # one of DRAFT_KERNELS: prefer it and those after it (tests, comparisons)
 
 
 @functools.cache
@@ -59,32 +57,6 @@ def bf16_unavailable_reason() -> str | None:
     if not packing_available():
         return "torch was built without oneDNN"
     return _bf16_probe()
-
-
-def draft_packing() -> tuple[str, int, str]:
-    """(kernel, min_rows, the path in words) for a draft's weight copies on this CPU: the first of DRAFT_KERNELS, from
-    $SPECDEC_DRAFT_KERNEL's on, that runs here.
-
-    A draft step streams its weights from memory (the target's pass has just evicted them), at one row. fp16 weights
-    with float32 compute (fbgemm, the target's own kernel; any x86 CPU with F16C) halve the bytes and keep float32
-    sums; bench/draft_kernels.py times a draft step on each kernel this CPU runs. Where fbgemm is refused, bf16 copies
-    (oneDNN, AVX-512 or AVX-NE-CONVERT); else float32 from PACK_MIN_ROWS rows, like the target: one-row draft steps
-    keep the BLAS, which bench/verify_cost.py finds the faster float32 kernel below PACK_MIN_ROWS rows.
-    """
-    from gpu_demo.models.quant import describe, quant_unavailable_reason
-
-    wanted = os.environ.get(DRAFT_ENV, "").strip() or DRAFT_KERNELS[0]
-    if wanted not in DRAFT_KERNELS:
-        raise ValueError(f"{DRAFT_ENV} must be one of {', '.join(DRAFT_KERNELS)}; got {wanted!r}")
-    refused = []
-    for kernel in DRAFT_KERNELS[DRAFT_KERNELS.index(wanted):-1]:
-        why = quant_unavailable_reason("fp16") if kernel == "fp16" else bf16_unavailable_reason()
-        if why is None:
-            words = describe("fp16") if kernel == "fp16" else "bf16 packed weights (oneDNN)"
-            return kernel, 1, words + (f"; {'; '.join(refused)}" if refused else "")
-        refused.append(why)
-    return "float32", PACK_MIN_ROWS, (f"float32 weights, BLAS below {PACK_MIN_ROWS} rows and oneDNN-packed from "
-                                      f"{PACK_MIN_ROWS}" + (f": {'; '.join(refused)}" if refused else ""))
 
 
 def pack_weight(w: torch.Tensor, dtype: torch.dtype, rows_hint: int) -> torch.Tensor:

@@ -22,7 +22,8 @@ int8 kernels and fbgemm's dynamic int8 stay here only as bench/quant_kernels.py'
 :class:`QuantLinear` keeps the float32 Parameter it wraps (training, the state dict) and uses the quantised copy
 in inference: the model's law is then whatever the kernel computes, which is what p must be.
 :func:`quant_unavailable_reason` probes each kernel once on a tiny weight, so a CPU or a torch build without one
-falls back to float32 and says why.
+falls back to float32 and says why; :func:`draft_packing` picks a draft's copies among fp16, bf16 and float32 the same
+way.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from torch import nn
 
 from gpu_demo.models.linears import swap_linears, unswap_linears
 from gpu_demo.models.ort_blocks import Q4Map, Q8Map, ort_linear, q8_dequant, q8_from_float
-from gpu_demo.models.packed import bf16_unavailable_reason, pack_weight, packed_linear
+from gpu_demo.models.packed import PACK_MIN_ROWS, bf16_unavailable_reason, pack_weight, packed_linear
 
 FORMATS = ("float32", "fp16", "bf16", "int8", "int4")  # weight formats of a CPU target, most bytes first
 GROUP = 32  # GGUF Q4_1/Q8_0 block length
@@ -49,6 +50,8 @@ BYTES_PER_WEIGHT = {"float32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0 + 4 / 
 ROWWISE_FORMATS = ("int8", "int4")
 QUANT_ENV = "SPECDEC_CPU_QUANT"  # "0": never quantise (forces the float32 fallback, for tests and comparisons)
 INNER_K_TILES = 2  # argument of the int4 packer (its CPU layout does not depend on it)
+DRAFT_KERNELS = ("fp16", "bf16", "float32")  # a draft's weight copies, in the order they are preferred
+DRAFT_ENV = "SPECDEC_DRAFT_KERNEL"  # one of DRAFT_KERNELS: prefer it and those after it (tests, comparisons)
 
 
 # ---------------------------------------------------------------------------- int4 --
@@ -233,6 +236,30 @@ def describe(fmt: str) -> str:
             "int4": f"int4 weights from the GGUF's Q4_1 blocks (scale and minimum per {GROUP}), int8 activations "
                     f"per block of {GROUP} (ONNX Runtime MatMulNBits, one graph per step; a verify pass runs as single "
                     "steps)"}[fmt]
+
+
+def draft_packing() -> tuple[str, int, str]:
+    """(kernel, min_rows, the path in words) for a draft's weight copies on this CPU: the first of DRAFT_KERNELS, from
+    $SPECDEC_DRAFT_KERNEL's on, that runs here.
+
+    A draft step streams its weights from memory (the target's pass has just evicted them), at one row. fp16 weights
+    with float32 compute (fbgemm, the target's own kernel; any x86 CPU with F16C) halve the bytes and keep float32
+    sums; bench/draft_kernels.py times a draft step on each kernel this CPU runs. Where fbgemm is refused, bf16 copies
+    (oneDNN, AVX-512 or AVX-NE-CONVERT); else float32 from PACK_MIN_ROWS rows, like the target: one-row draft steps
+    keep the BLAS, which bench/verify_cost.py finds the faster float32 kernel below PACK_MIN_ROWS rows.
+    """
+    wanted = os.environ.get(DRAFT_ENV, "").strip() or DRAFT_KERNELS[0]
+    if wanted not in DRAFT_KERNELS:
+        raise ValueError(f"{DRAFT_ENV} must be one of {', '.join(DRAFT_KERNELS)}; got {wanted!r}")
+    refused = []
+    for kernel in DRAFT_KERNELS[DRAFT_KERNELS.index(wanted):-1]:
+        why = quant_unavailable_reason("fp16") if kernel == "fp16" else bf16_unavailable_reason()
+        if why is None:
+            words = describe("fp16") if kernel == "fp16" else "bf16 packed weights (oneDNN)"
+            return kernel, 1, words + (f"; {'; '.join(refused)}" if refused else "")
+        refused.append(why)
+    return "float32", PACK_MIN_ROWS, (f"float32 weights, BLAS below {PACK_MIN_ROWS} rows and oneDNN-packed from "
+                                      f"{PACK_MIN_ROWS}" + (f": {'; '.join(refused)}" if refused else ""))
 
 
 # ---------------------------------------------------------------------- the module --
