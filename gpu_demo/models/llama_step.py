@@ -11,8 +11,8 @@ results), so the logits are bit for bit those of the general path (tests/test_ll
 the real target, for steps, chains and trees).
 
 bf16 weights round every map's input to 8 bits, where a last-bit difference moves a value a whole step: attention
-over T rows at once sums in another order than T single steps (4e-7 apart on this CPU), which moved SmolLM2's
-logits by up to 0.375 and parted greedy speculative from greedy output. On bf16 a verify pass therefore attends row
+over T rows at once sums in another order than T single steps, and after rounding that parts greedy speculative
+from greedy output (commit 03068d8 gives the measured gap). On bf16 a verify pass therefore attends row
 by row (attend_rows): one attention call per token over the keys its single step reads, so its logits are the
 steps' bit for bit; the maps themselves compute each row alone in both kernels.
 
@@ -52,7 +52,7 @@ def row_keys(start: int, T: int, tree_mask: torch.Tensor | None) -> list[torch.T
 def attend_rows(q: torch.Tensor, ck: torch.Tensor, cv: torch.Tensor, keys: list[torch.Tensor | int]) -> torch.Tensor:
     """softmax(q_i K_i^T / sqrt(hd)) V_i per row i over the cache slots keys[i]: q (1, nh, T, hd) -> (1, nh, T, hd).
 
-    The single step's call, T times: a batched call sums in another order (measured on this CPU: 4e-7 apart)."""
+    The single step's call, T times: a batched call sums in another order, so it is close to the steps, not equal."""
     out = []
     for i, kept in enumerate(keys):
         k, v = (ck[:, :, :kept], cv[:, :, :kept]) if isinstance(kept, int) else (ck[:, :, kept], cv[:, :, kept])

@@ -5,7 +5,7 @@ A batch-1 decode step streams every weight once, so on a CPU its time follows th
 fp16 2, int8 1 (+ a scale per block of 32), int4 0.5 (+ a scale and a minimum per group of 32). The kernels:
 
     fp16:  y = x W16^T, W16 = fp16(W), float32 x and accumulation     (fbgemm, F16C + AVX2: weight-only)
-    bf16:  y = bf16(bf16(x) W16^T), W16 = bf16(W), float32 sums       (oneDNN's packed inner product: AMX tiles
+    bf16:  y = bf16(bf16(x) Wb^T), Wb = bf16(W), float32 sums         (oneDNN's packed inner product: AMX tiles
                                                                         where the CPU has them, else AVX-512)
     int8:  W = s q per block of 32 weights, x rounded to int8 per row  (ONNX Runtime MatMulNBits, llama.cpp's
            and block of 32, integer dot products per block             Q8_0 arithmetic: gpu_demo.models.ort_blocks)
@@ -139,13 +139,8 @@ def fbgemm_fp16_linear(x: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------- bf16 --
 def onednn_bf16_pack(w: torch.Tensor) -> torch.Tensor:
-    """W (N, K) -> oneDNN's packed bf16 copy for one-row products (opaque; only onednn_bf16_linear reads it)."""
+    """W (N, K) -> oneDNN's packed bf16 copy for one-row products (opaque; only packed.packed_linear reads it)."""
     return pack_weight(w.detach().float(), torch.bfloat16, 1)
-
-
-def onednn_bf16_linear(x: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
-    """x (M, K) float32 -> bf16(bf16(x) W^T) (M, N) as float32; each row's result does not depend on the others."""
-    return packed_linear(x, packed)
 
 
 # ----------------------------------------------------------------------- the probe --
@@ -164,7 +159,7 @@ def pack(fmt: str, w: torch.Tensor, q4: tuple[torch.Tensor, ...] | None = None) 
 
 def kernel(fmt: str):
     """`fmt`'s linear kernel: a function (x (M, K) float32, *pack()'s tensors) -> (M, N)."""
-    return {"fp16": fbgemm_fp16_linear, "bf16": onednn_bf16_linear, "int8": ort_linear, "int4": ort_linear}[fmt]
+    return {"fp16": fbgemm_fp16_linear, "bf16": packed_linear, "int8": ort_linear, "int4": ort_linear}[fmt]
 
 
 def run(fmt: str, x: torch.Tensor, packed: tuple[torch.Tensor, ...]) -> torch.Tensor:
