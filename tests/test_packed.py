@@ -9,7 +9,7 @@
 * every draft path on every machine: fbgemm's fp16 copies (the default), bf16 packed copies where this CPU runs them
   (skipped, with the reason, where it does not), and the float32 fallback, which every CPU runs, each chosen with
   SPECDEC_DRAFT_KERNEL; the bf16 probe agrees with the CPU's own flags (bf16 needs AVX-512 BW+VL+DQ or
-  AVX-NE-CONVERT).
+  AVX-NE-CONVERT, and AMX bf16 tiles for exact verify rows).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_the_probe_agrees_with_the_cpus_flags() -> None:
     flags = cpu_flags()
     if not flags:
         pytest.skip("no /proc/cpuinfo flags to compare with")
-    has_isa = {"avx512bw", "avx512vl", "avx512dq"} <= flags or "avx_ne_convert" in flags
+    has_isa = ({"avx512bw", "avx512vl", "avx512dq"} <= flags or "avx_ne_convert" in flags) and "amx_bf16" in flags
     assert (NO_BF16 is None) == has_isa, (NO_BF16, sorted(f for f in flags if f.startswith("avx")))
 
 

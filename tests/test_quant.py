@@ -102,12 +102,13 @@ def _cpu_flags() -> set[str]:
 
 
 def test_bf16_runs_exactly_where_onednn_packs_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """bf16 runs on a CPU with AVX-512 (BW, VL, DQ) or AVX-NE-CONVERT and falls back to float32, saying why,
-    elsewhere and when forced off (SPECDEC_CPU_BF16=0), so both paths are exercised on every machine."""
+    """bf16 runs on a CPU with AVX-512 (BW, VL, DQ) or AVX-NE-CONVERT and AMX bf16 tiles (where its verify rows
+    equal single steps) and falls back to float32, saying why, elsewhere and when forced off (SPECDEC_CPU_BF16=0),
+    so both paths are exercised on every machine."""
     flags = _cpu_flags()
     if not flags:
         pytest.skip("no /proc/cpuinfo flags to check against")
-    packs = {"avx512bw", "avx512vl", "avx512dq"} <= flags or "avx_ne_convert" in flags
+    packs = ({"avx512bw", "avx512vl", "avx512dq"} <= flags or "avx_ne_convert" in flags) and "amx_bf16" in flags
     assert (quant.quant_unavailable_reason("bf16") is None) == packs
     monkeypatch.setenv("SPECDEC_CPU_BF16", "0")
     fmt, words = quant.cpu_weight_format("bf16")
