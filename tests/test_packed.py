@@ -26,6 +26,7 @@ from gpu_demo.models.packed import (
     BF16_ENV,
     PackedLinear,
     bf16_unavailable_reason,
+    cpu_flags,
     pack_linears,
     packing_available,
     unpack_linears,
@@ -38,16 +39,6 @@ pytestmark = [pytest.mark.usefixtures("one_torch_thread"),
 
 NO_BF16 = bf16_unavailable_reason()
 needs_bf16 = pytest.mark.skipif(NO_BF16 is not None, reason=f"this CPU has no bf16 packing: {NO_BF16}")
-
-
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
-    try:
-        text = open("/proc/cpuinfo").read()
-    except OSError:
-        return set()
-    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
-    return set(line.partition(":")[2].split())
 
 
 @pytest.fixture(params=["float32", "bf16", "fp16"])

@@ -19,7 +19,7 @@ from test_gpu_exactness import P_REJECT, PROMPT, V, sample_joint
 from gpu_demo.drafters import ModelDrafter
 from gpu_demo.models import quant
 from gpu_demo.models.llama import LlamaConfig, init_random
-from gpu_demo.models.packed import PackedLinear
+from gpu_demo.models.packed import PackedLinear, cpu_flags
 from gpu_demo.models.quant import QuantLinear
 from gpu_demo.sampler import SamplingConfig
 from specdec_core.stats import chi_square_gof
@@ -96,16 +96,11 @@ def test_the_probe_passes_here_for_every_format_torch_ships() -> None:
     assert [quant.quant_unavailable_reason(f) for f in ("fp16", "int8", "int4")] == [None, None, None]
 
 
-def _cpu_flags() -> set[str]:
-    with open("/proc/cpuinfo") as f:
-        return next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
-
-
 def test_bf16_runs_exactly_where_onednn_packs_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """bf16 runs on a CPU with AVX-512 (BW, VL, DQ) or AVX-NE-CONVERT and AMX bf16 tiles (where its verify rows
     equal single steps) and falls back to float32, saying why, elsewhere and when forced off (SPECDEC_CPU_BF16=0),
     so both paths are exercised on every machine."""
-    flags = _cpu_flags()
+    flags = cpu_flags()
     if not flags:
         pytest.skip("no /proc/cpuinfo flags to check against")
     packs = ({"avx512bw", "avx512vl", "avx512dq"} <= flags or "avx_ne_convert" in flags) and "amx_bf16" in flags

@@ -40,22 +40,24 @@ PACK_MIN_ROWS = 4  # F.linear's BLAS kernel is the fastest up to 3 rows and swit
 BF16_ENV = "SPECDEC_CPU_BF16"  # "0": never pack in bf16 (forces the float32 fallback, for tests and comparisons)
 
 
-def cpu_has_amx_bf16() -> bool:
-    """True where the CPU reports AMX bf16 tiles (the amx_bf16 flag in /proc/cpuinfo; False where unreadable)."""
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags from /proc/cpuinfo's first flags line (empty where there is none)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            return any(line.startswith("flags") and " amx_bf16" in line for line in f)
+            line = next((ln for ln in f if ln.startswith("flags")), "")
     except OSError:
-        return False
+        return frozenset()
+    return frozenset(line.partition(":")[2].split())
 
 
 @functools.cache
 def _bf16_probe() -> str | None:
     """None where oneDNN packs and multiplies a bf16 weight on AMX tiles on this CPU, else why not (one line).
 
-    Greedy exactness needs a verify row's logits to equal a single step's bit for bit; that holds on AMX tiles and
-    did not on an AVX512-BF16 CPU without AMX, so bf16 is offered only where AMX is."""
-    if not cpu_has_amx_bf16():
+    Greedy exactness needs a verify row's logits to equal a single step's bit for bit; the exactness tests pass on
+    AMX tiles only, so bf16 is offered only where the CPU lists amx_bf16."""
+    if "amx_bf16" not in cpu_flags():
         return ("this CPU has no AMX bf16 tiles, and without them bf16 verify rows did not equal single steps "
                 "(greedy output would not stay exact)")
     try:

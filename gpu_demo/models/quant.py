@@ -5,8 +5,8 @@ A batch-1 decode step streams every weight once, so on a CPU its time follows th
 fp16 2, int8 1 (+ a scale per block of 32), int4 0.5 (+ a scale and a minimum per group of 32). The kernels:
 
     fp16:  y = x W16^T, W16 = fp16(W), float32 x and accumulation     (fbgemm, F16C + AVX2: weight-only)
-    bf16:  y = bf16(bf16(x) Wb^T), Wb = bf16(W), float32 sums         (oneDNN's packed inner product: AMX tiles
-                                                                        where the CPU has them, else AVX-512)
+    bf16:  y = bf16(bf16(x) Wb^T), Wb = bf16(W), float32 sums         (oneDNN's packed inner product on AMX
+                                                                        tiles; float32 on a CPU without them)
     int8:  W = s q per block of 32 weights, x rounded to int8 per row  (ONNX Runtime MatMulNBits, llama.cpp's
            and block of 32, integer dot products per block             Q8_0 arithmetic: gpu_demo.models.ort_blocks)
     int4:  W = d q + m per block of 32 (the GGUF's Q4_1 numbers),      (ONNX Runtime MatMulNBits at zero point 8,
