@@ -1,5 +1,8 @@
 """Benchmark: the SmolLM2 EAGLE-style head's draft steps on each CPU draft kernel (fp16 fbgemm, bf16 oneDNN, float32).
 
+On fp16 the head's batch-1 step runs in few Python calls (gpu_demo.models.llama_step.head_step); a second fp16 row
+times the general forward on fp16 copies too, so the ratio of the two is the step's saving, measured in one run.
+
 One draft step of the live loop: the head's layer over one slot, its |S|-row head and a draw from q. Each timing is
 `--steps` draft steps right after a target verify pass of 3 tokens, which evicts the head's weights from the caches as
 the live loop does. Kernels are interleaved in every repeat (order reversed on odd repeats); the table prints the
@@ -35,6 +38,10 @@ def heads(target) -> dict[str, object]:
             head.pack_for_cpu()
             if head.kernel.startswith(kind.replace("fp16", "fp16 weights")) and head.kernel not in out:
                 out[head.kernel] = head
+                if kind == "fp16":
+                    general = load_head(target, max_len=512)
+                    general.pack_for_cpu(lean=False)
+                    out[head.kernel + ", general forward"] = general
     finally:
         os.environ.pop(DRAFT_ENV) if before is None else os.environ.__setitem__(DRAFT_ENV, before)
     return out

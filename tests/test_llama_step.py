@@ -1,6 +1,7 @@
 """The batch-1 steps (gpu_demo.models.llama_step: a decode step, a verify pass of a chain or a tree) compute the
 general path's logits bit for bit, on a tiny random Llama on fp16 weights and on the real SmolLM2 target; they are
-used only where they apply (int8 and int4 take gpu_demo.models.ort_step, tests/test_ort_step.py)."""
+used only where they apply (int8 and int4 take gpu_demo.models.ort_step, tests/test_ort_step.py). The feature-level
+draft's step (head_step) gives its general forward's features bit for bit, on a tiny head and on the committed one."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from gpu_demo.models.llama import LlamaConfig, init_random
-from gpu_demo.models.llama_step import build_plan, rms_norm
+from gpu_demo.models.llama_step import build_head_plan, build_plan, rms_norm
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TINY = LlamaConfig(vocab_size=64, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden_dim=96, max_seq_len=64)
@@ -96,6 +97,78 @@ def test_step_plan_on_the_smollm2_target_bit_for_bit() -> None:
     assert (smol.model._step_plan is not None) == (fmt != "float32")
     ids = smol.tokenizer.encode("The capital of France is").ids
     _passes_both_ways(smol.model, ids, [1, 504, 3058, 28, 2])
+
+
+def _head_passes_both_ways(head, feats: torch.Tensor, toks: torch.Tensor) -> None:
+    """Feed a head 5 slots, 3 single slots, a chain of 3 and a tree of 4 (positions by depth), with the step plan and
+    without: features g and the cache's keys and values equal bit for bit. feats (1, 15, C), toks (1, 15)."""
+    plan = head._step_plan
+    tree_mask = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 1, 0], [1, 0, 1, 1]], dtype=torch.bool)  # (4, 4)
+    cuts = [(0, 5), (5, 6), (6, 7), (7, 8), (8, 11)]
+    outs = []
+    for use in (plan, None):
+        head._step_plan = use
+        head.reset(1)
+        with torch.inference_mode():
+            gs = [head(feats[:, a:b], toks[:, a:b]) for a, b in cuts]
+            gs.append(head(feats[:, 11:15], toks[:, 11:15], torch.tensor([0, 1, 1, 2]) + head.cache_len, tree_mask))
+            n = head.cache_len
+            outs.append((gs, [c[:, :, :n].clone() for c in (*head.cache.k, *head.cache.v)]))
+    head._step_plan = plan
+    (ga, ca), (gb, cb) = outs
+    assert [g.shape[1] for g in ga] == [5, 1, 1, 1, 3, 4] and ga[0].shape[-1] == head.cfg.dim
+    assert all(torch.equal(a, b) for a, b in zip(ga, gb)) and all(torch.equal(a, b) for a, b in zip(ca, cb))
+
+
+def _fp16_or_skip() -> None:
+    from gpu_demo.models.quant import quant_unavailable_reason
+
+    if quant_unavailable_reason("fp16"):
+        pytest.skip(quant_unavailable_reason("fp16"))
+
+
+def test_head_step_gives_the_general_paths_features_bit_for_bit() -> None:
+    from tests.eagle_support import tiny_head, tiny_target
+
+    _fp16_or_skip()
+    target = tiny_target(vocab=48, seed=5)
+    head = tiny_head(target, n_out=32, seed=6)
+    assert head._step_plan is None  # float32 weights: the general path
+    head.pack_for_cpu()
+    assert head._step_plan is not None and head._step_plan.fmt == "fp16" and head.kernel.startswith("fp16")
+    g = torch.Generator().manual_seed(7)
+    feats = torch.randn(1, 15, target.cfg.dim, generator=g)  # (1, 15, C)
+    _head_passes_both_ways(head, feats, torch.randint(0, 48, (1, 15), generator=g))
+    head.block.attention.qkv = ()  # unfused maps: no plan
+    assert build_head_plan(head) is None
+    head.requires_grad_(True)
+    with torch.enable_grad():
+        head.reset(1)
+        y = head(feats[:, :2], torch.tensor([[1, 2]]))  # autograd on: the float32 weights, differentiable
+    assert y.requires_grad
+
+
+@pytest.mark.slow
+def test_head_step_on_the_committed_head_bit_for_bit() -> None:
+    from gpu_demo.models.eagle import load_head
+    from gpu_demo.models.gguf import SmolLM2Unavailable, load_smollm2
+
+    _fp16_or_skip()
+    try:
+        smol = load_smollm2(max_len=64)
+    except SmolLM2Unavailable as exc:
+        pytest.fail(str(exc))
+    head = load_head(smol.model, max_len=64)
+    head.pack_for_cpu()
+    assert head._step_plan is not None
+    text = "Bees make honey from the nectar of flowers, which they carry back to the hive in a special stomach."
+    ids = torch.tensor([smol.tokenizer.encode(text).ids[:16]])  # (1, 16)
+    assert ids.shape == (1, 16)
+    with torch.inference_mode():
+        smol.model.reset(1)
+        smol.model(ids)
+        feats = smol.model.norm(smol.model.last_hidden[:, :15])  # (1, 15, C) true features f_0..f_14
+    _head_passes_both_ways(head, feats, ids[:, 1:16])
 
 
 def _bf16_or_skip(model) -> None:

@@ -32,6 +32,7 @@ from torch import nn
 from gpu_demo.drafters import Draft, Drafter
 from gpu_demo.models.base import CachedDecoder, KVCache, causal_bias_at_offset, tree_bias_at_offset
 from gpu_demo.models.llama import Block, Llama, LlamaConfig, rope_tables
+from gpu_demo.models.llama_step import build_head_plan, head_step
 from gpu_demo.models.packed import PackedLinear, pack_linears, packing_available
 from gpu_demo.models.quant import QuantLinear, draft_packing, fused, quantize_linears
 from gpu_demo.sampler import SamplingConfig, next_token
@@ -103,6 +104,7 @@ class EagleHead(CachedDecoder, nn.Module):
         self._cos = self._sin = None
         self._packed_out: tuple[PackedLinear | QuantLinear, ...] = ()  # E_S's inference copy (pack_for_cpu)
         self._kernel: str | None = None  # the packed path in words (pack_for_cpu sets it)
+        self._step_plan = None  # llama_step.HeadPlan: a batch-1 step in few Python calls (pack_for_cpu, fp16)
         self.static_steps = None  # fixed-shape steps, CUDA graphs on a GPU (gpu_demo.models.graphs.use_static_steps)
 
     # ------------------------------------------------------------------ target parts --
@@ -126,14 +128,16 @@ class EagleHead(CachedDecoder, nn.Module):
             self._packed_out = (QuantLinear(old.fmt, self._e_out) if isinstance(old, QuantLinear)
                                 else PackedLinear(self._e_out, old.min_rows, old.packed.dtype),)
 
-    def pack_for_cpu(self) -> int:
+    def pack_for_cpu(self, lean: bool = True) -> int:
         """Draft inference from copies of fc, the block's maps and E_S in the kernel draft_packing picks here.
 
         The target's pass evicts the draft's weights from the caches every round, so a draft step streams them
         from memory: half the bytes is most of the draft's cost c, so the copies are fp16 (fbgemm, float32 sums)
         where it runs, else bf16 (oneDNN); elsewhere float32 copies serve 4+ rows (token trees) and one-row steps
         keep the BLAS; `kernel` says which. q is whatever this head computes (the exact rule needs nothing more);
-        training and the committed weights stay float32. Returns the maps given a copy.
+        training and the committed weights stay float32. On fp16 copies a batch-1 step runs in few Python calls
+        (llama_step.head_step, the same g bit for bit) unless lean is False (bench/draft_kernels.py times both).
+        Returns the maps given a copy.
         """
         if self.device.type != "cpu" or self.dtype != torch.float32 or not packing_available() or self._e_out is None:
             return 0
@@ -143,6 +147,7 @@ class EagleHead(CachedDecoder, nn.Module):
             n = quantize_linears(self, "fp16") + 1
             a, f = self.block.attention, self.block.feed_forward  # one kernel call for [wq; wk; wv], one for [w1; w3]
             a.qkv, f.gate_up = fused("fp16", [a.wq, a.wk, a.wv]), fused("fp16", [f.w1, f.w3])
+            self._step_plan = build_head_plan(self) if lean else None
             return n
         dtype = torch.bfloat16 if kind == "bf16" else torch.float32
         self._packed_out = (PackedLinear(self._e_out, min_rows, dtype),)
@@ -214,6 +219,8 @@ class EagleHead(CachedDecoder, nn.Module):
             if out is not None:  # None: no fixed shape fits: the eager step
                 return out[0]
         B, T = toks.shape
+        if self._step_plan is not None and B == 1 and feats.dtype == torch.float32 and not torch.is_grad_enabled():
+            return head_step(self, self._step_plan, feats, toks, positions, tree_mask)  # the same g, fewer calls
         start = self.cache.reserve(B, T, self.device, self.dtype)
         cos, sin = self._rope(start, T)  # (T, hd/2)
         if positions is not None:
