@@ -18,7 +18,8 @@ by row (attend_rows): one attention call per token over the keys its single step
 steps' bit for bit; the maps themselves compute each row alone in both kernels.
 
 The feature-level draft (gpu_demo.models.eagle) runs its fc map and its one block the same way (head_step): a draft
-step is one small layer, so the Python around it was half its time, and every draft step counts in the cost c.
+step is one small layer, so the Python calls around its maps are a large share of it, and every draft step counts in
+the cost c.
 
 The int8 and int4 formats take one ONNX Runtime graph per step instead (gpu_demo.models.ort_step)."""
 
