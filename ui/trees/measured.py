@@ -53,5 +53,7 @@ def measured_section() -> None:
             f"{kept['top1_greedy']:.2f} of the time). On one H200 at batch 1 the same target's v stays between "
             f"{v_lo:.2f} and {v_hi:.2f} from T = {t_lo} to {t_hi} tokens, so a tree of dozens of nodes costs what a "
             "chain does: the case EAGLE-2 is built for.")
+        st.caption("Every repeat decodes the same prompts with the same seeds, so min-max is timing spread only; "
+                   "tokens per pass is one draw per prompt.")
         st.caption(tree_run.provenance_line())
         st.caption(tree_run.accept_provenance_line())
